@@ -1,0 +1,58 @@
+# Atlas. `make run` serves the platform on the embedded default; `make test` runs the whole suite
+# against real Elasticsearch, PostgreSQL and Redis (started by `make services`).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SERVICES_ENV := .services/env
+PYTEST_ARGS ?=
+
+.PHONY: help install run services services-down test lint format ci clean
+
+help:
+	@echo "make run            serve Atlas on the embedded default (demo tenant, admin URL printed)"
+	@echo "make test           start the services and run the whole test suite against them"
+	@echo "make services       start Elasticsearch, PostgreSQL, Redis; write $(SERVICES_ENV)"
+	@echo "make services-down  stop them"
+	@echo "make lint           ruff, mypy, makemigrations --check"
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py atlas_demo --url http://$(HOST):$(PORT)/admin/
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+services:
+	bash deploy/services/up.sh
+
+services-down:
+	bash deploy/services/down.sh
+
+test: install services
+	set -a && source $(SERVICES_ENV) && set +a && $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+	$(PY) manage.py makemigrations --check --dry-run
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+ci:
+	ATLAS_REQUIRE_SERVICES=1 $(MAKE) test
+	$(MAKE) lint
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

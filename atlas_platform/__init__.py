@@ -1,0 +1,5 @@
+"""The Atlas Django project."""
+
+from atlas_platform.celery import app as celery_app
+
+__all__ = ["celery_app"]

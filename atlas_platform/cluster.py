@@ -1,0 +1,131 @@
+"""The one adapter to the Elasticsearch cluster's security and licence APIs.
+
+Callers never see a client-library exception: every failure is a ``ClusterUnavailable``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.conf import settings
+from elasticsearch import ApiError, Elasticsearch, TransportError
+
+from atlas_platform.exceptions import ClusterUnavailable
+
+logger = logging.getLogger(__name__)
+
+# Licence types under which the cluster enforces document-level security.
+DLS_LICENCES = frozenset({"trial", "platinum", "enterprise"})
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    url: str
+    username: str = ""
+    password: str = ""
+    api_key: str = ""
+    timeout_s: float = 10.0
+    index_prefix: str = "atlas"
+
+    @classmethod
+    def from_settings(cls) -> ClusterConfig | None:
+        if not settings.ATLAS_ES_URL:
+            return None
+        return cls(
+            url=settings.ATLAS_ES_URL,
+            username=settings.ATLAS_ES_USERNAME,
+            password=settings.ATLAS_ES_PASSWORD,
+            api_key=settings.ATLAS_ES_API_KEY,
+            timeout_s=settings.ATLAS_ES_TIMEOUT_S,
+            index_prefix=settings.ATLAS_ES_INDEX_PREFIX,
+        )
+
+    @property
+    def memory_index_pattern(self) -> str:
+        """Every Atlas memory index (episodic, semantic, procedural, catalog, archive)."""
+        return f"{self.index_prefix}-*"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    secret: str
+
+
+class Cluster:
+    """The platform's own (writer / provisioner) view of the cluster."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        auth: dict[str, Any] = {}
+        if config.api_key:
+            auth["api_key"] = config.api_key
+        elif config.username:
+            auth["basic_auth"] = (config.username, config.password)
+        self.client = self._client(**auth)
+
+    def _client(self, **auth: Any) -> Elasticsearch:
+        return Elasticsearch(
+            self.config.url, request_timeout=self.config.timeout_s, max_retries=0, **auth
+        )
+
+    def as_api_key(self, key: ApiKey) -> Elasticsearch:
+        """A client that authenticates with a user's scoped key (for reads under DLS)."""
+        return self._client(api_key=(key.id, key.secret))
+
+    def dls_available(self) -> bool:
+        """Whether the licence lets the cluster enforce document-level security."""
+        body = _call("read the licence", lambda: self.client.license.get())
+        licence = body.get("license", {})
+        return licence.get("status") == "active" and licence.get("type") in DLS_LICENCES
+
+    def create_api_key(
+        self, *, name: str, role_descriptors: dict[str, Any], metadata: dict[str, Any]
+    ) -> ApiKey:
+        body = _call(
+            "create an API key",
+            lambda: self.client.security.create_api_key(
+                name=name, role_descriptors=role_descriptors, metadata=metadata
+            ),
+        )
+        return ApiKey(id=body["id"], secret=body["api_key"])
+
+    def invalidate_api_key(self, key_id: str) -> None:
+        body = _call(
+            "invalidate an API key", lambda: self.client.security.invalidate_api_key(ids=[key_id])
+        )
+        done = set(body.get("invalidated_api_keys", [])) | set(
+            body.get("previously_invalidated_api_keys", [])
+        )
+        if key_id not in done:
+            raise ClusterUnavailable(f"The cluster did not invalidate API key {key_id}.")
+
+
+def _call(what: str, fn: Callable[[], Any]) -> Any:
+    try:
+        response = fn()
+    except (ApiError, TransportError) as exc:
+        logger.warning("cluster call failed", extra={"what": what, "error": repr(exc)})
+        raise ClusterUnavailable(f"Could not {what} on the search cluster: {exc}") from exc
+    return response.body if hasattr(response, "body") else response
+
+
+def get_cluster() -> Cluster | None:
+    """The configured cluster, or None when Atlas runs on the embedded backend alone."""
+    config = ClusterConfig.from_settings()
+    return Cluster(config) if config else None
+
+
+def require_cluster() -> Cluster:
+    cluster = get_cluster()
+    if cluster is None:
+        raise ClusterUnavailable(
+            "No search cluster is configured (ATLAS_ES_URL): scoped keys need Elasticsearch.",
+            code="no_cluster",
+        )
+    return cluster

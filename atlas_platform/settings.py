@@ -1,0 +1,180 @@
+"""Atlas settings: one module, driven by the environment (django-environ).
+
+Development (the default) needs nothing: SQLite under ``var/``, a per-checkout secret key and
+encryption key generated on first use. ``ATLAS_ENV=production`` refuses to start unless the
+secret key, allowed hosts and the encryption key for stored cluster secrets are given. Every
+secret may come from a file instead: ``SECRET_KEY_FILE=/run/secrets/atlas_key`` and so on.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import environ
+from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.FileAwareEnv()
+VAR_DIR = Path(env.str("ATLAS_VAR_DIR", default=str(BASE_DIR / "var")))
+
+ATLAS_ENV = env.str("ATLAS_ENV", default="development")
+if ATLAS_ENV not in {"development", "production"}:
+    raise ImproperlyConfigured("ATLAS_ENV must be 'development' or 'production'.")
+PRODUCTION = ATLAS_ENV == "production"
+
+
+def _dev_secret(name: str, make: str) -> str:
+    """A secret generated once per checkout and kept under var/ (development only)."""
+    path = VAR_DIR / name
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        value = Fernet.generate_key().decode() if make == "fernet" else secrets.token_urlsafe(50)
+        path.write_text(value)
+        path.chmod(0o600)
+    return str(path.read_text().strip())
+
+
+def _required(name: str, dev_default: str) -> str:
+    value = str(env.str(name, default=""))
+    if value:
+        return value
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            f"{name} (or {name}_FILE) must be set when ATLAS_ENV=production."
+        )
+    return dev_default
+
+
+SECRET_KEY = _required("SECRET_KEY", "") or _dev_secret("secret_key", "token")
+# Fernet keys, comma separated: the first encrypts, all decrypt (so keys can be rotated).
+ATLAS_ENCRYPTION_KEYS = [
+    k.strip()
+    for k in (
+        _required("ATLAS_ENCRYPTION_KEY", "") or _dev_secret("encryption_key", "fernet")
+    ).split(",")
+    if k.strip()
+]
+DEBUG = env.bool("DJANGO_DEBUG", default=not PRODUCTION)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost"])
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when ATLAS_ENV=production.")
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DJANGO_DEBUG cannot be on when ATLAS_ENV=production.")
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "tenants",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "atlas_platform.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "atlas_platform.middleware.OperatorActorMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "atlas_platform.urls"
+WSGI_APPLICATION = "atlas_platform.wsgi.application"
+ASGI_APPLICATION = "atlas_platform.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'atlas.sqlite3'}"),
+}
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
+    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.api.authentication.PlatformTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "EXCEPTION_HANDLER": "atlas_platform.api.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Atlas -----------------------------------------------------------------------------------
+# The search cluster. Empty URL = no cluster: the platform runs on the embedded backend.
+ATLAS_ES_URL = env.str("ATLAS_ES_URL", default="")
+ATLAS_ES_USERNAME = env.str("ATLAS_ES_USERNAME", default="")
+ATLAS_ES_PASSWORD = env.str("ATLAS_ES_PASSWORD", default="")
+ATLAS_ES_API_KEY = env.str("ATLAS_ES_API_KEY", default="")
+ATLAS_ES_INDEX_PREFIX = env.str("ATLAS_ES_INDEX_PREFIX", default="atlas")
+ATLAS_ES_TIMEOUT_S = env.float("ATLAS_ES_TIMEOUT_S", default=10.0)
+# Tokens: not used for longer than this many seconds without a bump of last_used_at.
+ATLAS_TOKEN_LAST_USED_RESOLUTION_S = env.int("ATLAS_TOKEN_LAST_USED_RESOLUTION_S", default=60)
+ATLAS_KEY_ROTATION_DAYS_DEFAULT = env.int("ATLAS_KEY_ROTATION_DAYS_DEFAULT", default=90)
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
+CELERY_TASK_ALWAYS_EAGER = env.bool(
+    "CELERY_TASK_ALWAYS_EAGER", default=CELERY_BROKER_URL == "memory://"
+)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "atlas_platform.logging.RequestIdFilter"}},
+    "formatters": {"json": {"()": "atlas_platform.logging.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["request_id"],
+        },
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "elastic_transport": {"level": "WARNING"},
+        "django.db.backends": {"level": "INFO"},
+    },
+}

@@ -1,0 +1,18 @@
+"""URL map: the admin site, the versioned API, health."""
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
+
+from tenants.admin import site as admin_site
+from tenants.api.views import TokenView
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("admin/", admin_site.urls),
+    path("api/v1/token", TokenView.as_view(), name="api-token"),
+    path("healthz", healthz, name="healthz"),
+]

@@ -1,0 +1,129 @@
+"""The base of every Atlas admin page: tenant scoping, role permissions, service-backed adds.
+
+Scoping lives here once. A subclass names the path from its model to the tenant
+(``tenant_path``) and everything else — list, detail, filters, actions, foreign-key choices —
+goes through ``OperatorScope``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from atlas_platform.exceptions import AtlasError
+from tenants.models import Tenant, User
+from tenants.scoping import OperatorScope, request_scope
+
+
+class ScopedForm(forms.Form):
+    """A form whose tenant / user choices are limited to the operator's scope."""
+
+    def __init__(self, *args: Any, scope: OperatorScope, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+        if "tenant" in self.fields:
+            self.fields["tenant"].queryset = scope.tenants().filter(status=Tenant.Status.ACTIVE)  # type: ignore[attr-defined]
+        if "user" in self.fields:
+            users = User.objects.select_related("tenant").filter(status=User.Status.ACTIVE)
+            self.fields["user"].queryset = scope.restrict(users, "tenant")  # type: ignore[attr-defined]
+
+
+class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Tenant-scoped admin: rows, choices and actions limited to the operator's tenants.
+
+    Auditors get view-only pages; nothing is ever deleted through the admin; adds (when the page
+    has them) run a service through ``add_form_class`` / ``perform_add``.
+    """
+
+    tenant_path: ClassVar[str]
+    add_form_class: ClassVar[type[ScopedForm] | None] = None
+    add_title: ClassVar[str] = ""
+    actions_on_bottom = True
+
+    # --- scoping ------------------------------------------------------------------------
+    def scope(self, request: HttpRequest) -> OperatorScope | None:
+        return request_scope(request)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        scope = self.scope(request)
+        if scope is None:
+            return queryset.none()
+        return scope.restrict(queryset, self.tenant_path)
+
+    def tenant_id_of(self, obj: Model) -> int | None:
+        value: Any = obj
+        for part in self.tenant_path.split("__") if self.tenant_path else []:
+            value = getattr(value, part, None)
+        return value.pk if value is not None else None
+
+    def _covers(self, request: HttpRequest, obj: Model | None) -> bool:
+        scope = self.scope(request)
+        return scope is not None and (obj is None or scope.covers(self.tenant_id_of(obj)))
+
+    # --- permissions by role ------------------------------------------------------------
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.scope(request) is not None
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self._covers(request, obj)
+
+    def has_act_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        """May run this page's state-changing actions (tenant admins and platform admins)."""
+        scope = self.scope(request)
+        return scope is not None and scope.can_act and self._covers(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self.add_form_class is not None and self.has_act_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        scope = self.scope(request)
+        if scope is not None and db_field.related_model is Tenant:
+            kwargs["queryset"] = scope.tenants()
+        elif scope is not None and db_field.related_model is User:
+            kwargs["queryset"] = scope.restrict(User.objects.all(), "tenant")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    # --- adds through a service -------------------------------------------------------------
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        scope = self.scope(request)
+        if self.add_form_class is None or scope is None or not self.has_add_permission(request):
+            raise PermissionDenied
+        form = self.add_form_class(request.POST or None, scope=scope)
+        if request.method == "POST" and form.is_valid():
+            try:
+                return self.perform_add(request, form)
+            except AtlasError as exc:
+                form.add_error(None, exc.message)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": self.add_title or f"Add {self.opts.verbose_name}",
+            "opts": self.opts,
+            "form": form,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/atlas/service_form.html", context)
+
+    def perform_add(self, request: HttpRequest, form: Any) -> HttpResponse:
+        raise NotImplementedError
+
+    # --- helpers for actions ----------------------------------------------------------------
+    def report(self, request: HttpRequest, done: list[str], failed: list[str], verb: str) -> None:
+        if done:
+            self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
+        for failure in failed:
+            self.message_user(request, failure, messages.ERROR)

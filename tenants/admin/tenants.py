@@ -1,0 +1,121 @@
+"""Tenants: one-form onboarding, tunables, suspend / reactivate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count, Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+
+from atlas_platform.exceptions import AtlasError
+from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.forms import TenantOnboardForm
+from tenants.admin.site import site
+from tenants.models import Tenant
+from tenants.services.tenants import (
+    TUNABLE_FIELDS,
+    tenant_onboard,
+    tenant_reactivate,
+    tenant_suspend,
+    tenant_update,
+)
+
+
+def isolation_badge(tenant: Tenant) -> str:
+    if tenant.isolation_is_weaker:
+        return format_html(
+            '<span title="{}" style="color:#ba2121;font-weight:bold">filter (weaker)</span>',
+            "The cluster does not enforce per-user isolation; only Atlas's own filters do.",
+        )
+    return format_html('<span style="color:{}">{}</span>', "#107c10", "dls (cluster-enforced)")
+
+
+@admin.register(Tenant, site=site)
+class TenantAdmin(ScopedModelAdmin):
+    tenant_path = ""
+    add_form_class = TenantOnboardForm
+    add_title = "Onboard a tenant"
+    list_display = ["slug", "name", "status", "isolation", "user_count", "created_at"]
+    list_filter = ["status", "isolation_mode"]
+    search_fields = ["slug", "name"]
+    fields = ["slug", "status", "isolation", *TUNABLE_FIELDS, "created_at"]
+    readonly_fields = ["slug", "status", "isolation", "created_at"]
+    actions = ["suspend", "reactivate"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset: QuerySet[Any] = super().get_queryset(request)
+        annotated: QuerySet[Any] = queryset.annotate(user_total=Count("users"))
+        return annotated
+
+    @admin.display(description="isolation")
+    def isolation(self, tenant: Tenant) -> str:
+        return isolation_badge(tenant)
+
+    @admin.display(description="users", ordering="user_total")
+    def user_count(self, tenant: Tenant) -> int:
+        return getattr(tenant, "user_total", 0)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        scope = self.scope(request)
+        return scope is not None and scope.is_platform_admin
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self.has_act_permission(request, obj)
+
+    def has_suspend_permission(self, request: HttpRequest) -> bool:
+        return self.has_add_permission(request)
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        kwargs["fields"] = list(TUNABLE_FIELDS)
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm[Tenant], change: bool
+    ) -> None:
+        current = Tenant.objects.get(pk=obj.pk)
+        tenant_update(tenant=current, **{f: form.cleaned_data[f] for f in TUNABLE_FIELDS})
+
+    def perform_add(self, request: HttpRequest, form: Any) -> HttpResponse:
+        data = form.cleaned_data
+        result = tenant_onboard(
+            slug=data["slug"],
+            name=data["name"],
+            admin_username=data["admin_username"],
+            admin_email=data["admin_email"],
+            admin_password=data["admin_password"],
+            user_external_ids=data["users"],
+        )
+        self.message_user(
+            request,
+            f"Onboarded {result.tenant.name}: admin {data['admin_username']}, "
+            f"{len(result.users)} users, {len(result.keys)} scoped keys, "
+            f"isolation {result.tenant.isolation_mode}.",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(reverse("admin:tenants_tenant_change", args=[result.tenant.pk]))
+
+    @admin.action(description="Suspend selected tenants", permissions=["suspend"])
+    def suspend(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        self._each(request, queryset, tenant_suspend, "Suspended")
+
+    @admin.action(description="Reactivate selected tenants", permissions=["suspend"])
+    def reactivate(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        self._each(request, queryset, tenant_reactivate, "Reactivated")
+
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet[Tenant], service: Any, verb: str
+    ) -> None:
+        done, failed = [], []
+        for tenant in queryset:
+            try:
+                service(tenant=tenant)
+                done.append(tenant.slug)
+            except AtlasError as exc:
+                failed.append(f"{tenant.slug}: {exc.message}")
+        self.report(request, done, failed, verb)

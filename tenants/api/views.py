@@ -1,0 +1,30 @@
+"""Token introspection: who am I."""
+
+from __future__ import annotations
+
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tenants.models import PlatformToken
+
+
+class TokenView(APIView):
+    """``GET /api/v1/token``: the calling token's tenant, scope and expiry."""
+
+    def get(self, request: Request) -> Response:
+        token = request.auth
+        if not isinstance(token, PlatformToken):  # only token authentication is configured
+            raise NotAuthenticated()
+        return Response(
+            {
+                "name": token.name,
+                "tenant": {"slug": token.tenant.slug, "name": token.tenant.name},
+                "scope": token.scope,
+                "user": token.user.external_id if token.user else None,
+                "allow_catalog": token.allow_catalog,
+                "expires_at": token.expires_at,
+                "isolation_mode": token.tenant.isolation_mode,
+            }
+        )

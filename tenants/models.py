@@ -1,0 +1,257 @@
+"""Tenants, their memory subjects, operators, agent tokens, cluster keys and the audit log."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+SLUG_VALIDATOR = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$",
+    "Use 1-50 lowercase letters, digits and inner hyphens.",
+)
+EXTERNAL_ID_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$",
+    "Use 1-128 letters, digits and . _ @ : - (starting with a letter or digit).",
+)
+
+
+class Tenant(models.Model):
+    """An organisation whose users' memories Atlas keeps apart from every other tenant's."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+
+    class IsolationMode(models.TextChoices):
+        DLS = "dls", "Cluster-enforced (document-level security)"
+        FILTER = "filter", "Application filter only (weaker)"
+
+    slug = models.SlugField(max_length=50, unique=True, validators=[SLUG_VALIDATOR])
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    isolation_mode = models.CharField(
+        max_length=8, choices=IsolationMode.choices, default=IsolationMode.FILTER
+    )
+    decay_offset_days = models.PositiveIntegerField(default=180)
+    decay_scale_days = models.PositiveIntegerField(default=1825)
+    use_count_weight = models.FloatField(default=0.2)
+    catalog_prior = models.FloatField(default=0.85)
+    consolidation_every_n_episodes = models.PositiveIntegerField(default=20)
+    key_rotation_days = models.PositiveIntegerField(default=90)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+    @property
+    def isolation_is_weaker(self) -> bool:
+        return self.isolation_mode == self.IsolationMode.FILTER
+
+
+class User(models.Model):
+    """A memory subject: an agent's end user. Belongs to exactly one tenant."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        DISABLED = "disabled", "Disabled"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="users")
+    external_id = models.CharField(max_length=128, validators=[EXTERNAL_ID_VALIDATOR])
+    display_name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant__slug", "external_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"], name="user_external_id_unique_per_tenant"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.tenant.slug})"
+
+    def current_key(self) -> ScopedKey | None:
+        return (
+            self.scoped_keys.filter(status=ScopedKey.Status.ACTIVE).order_by("-created_at").first()
+        )
+
+
+class Operator(models.Model):
+    """The Atlas role of a staff account: platform admin (all tenants), tenant admin, auditor."""
+
+    class Role(models.TextChoices):
+        PLATFORM_ADMIN = "platform_admin", "Platform admin"
+        TENANT_ADMIN = "tenant_admin", "Tenant admin"
+        AUDITOR = "auditor", "Auditor (read-only)"
+
+    account = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="operator"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="operators"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(role="platform_admin", tenant__isnull=True))
+                | (Q(role__in=["tenant_admin", "auditor"], tenant__isnull=False)),
+                name="operator_tenant_matches_role",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = self.tenant.slug if self.tenant else "all tenants"
+        return f"{self.account.get_username()} ({self.get_role_display()}, {where})"
+
+
+class PlatformToken(models.Model):
+    """A bearer token an agent presents. Only a keyed hash of the secret is stored."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="tokens")
+    # Set: the token acts for this one user. Empty: it may act for any user of its tenant.
+    user = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.PROTECT, related_name="tokens"
+    )
+    name = models.CharField(max_length=100)
+    lookup = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    allow_catalog = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (atlas_{self.lookup}_…)"
+
+    @property
+    def scope(self) -> str:
+        return "user" if self.user_id else "tenant"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def is_usable(self) -> bool:
+        return self.revoked_at is None and not self.is_expired
+
+
+class ScopedKey(models.Model):
+    """A user's Elasticsearch API key whose role descriptor carries the DLS query."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        # Replaced by a newer key, but the cluster has not yet confirmed the invalidation.
+        PENDING_INVALIDATION = "pending_invalidation", "Replaced, invalidation pending"
+        INVALIDATED = "invalidated", "Invalidated"
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="scoped_keys")
+    key_id = models.CharField(max_length=64, unique=True)
+    key_name = models.CharField(max_length=200)
+    encrypted_secret = models.TextField()
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.ACTIVE)
+    rotated_from = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="rotated_to"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    invalidated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"], condition=Q(status="active"), name="one_active_key_per_user"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key_id} ({self.get_status_display()})"
+
+    @property
+    def age(self) -> timedelta:
+        return timezone.now() - self.created_at
+
+
+class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    """Audit rows are append-only: bulk updates and deletes are refused."""
+
+    def update(self, **kwargs: Any) -> int:
+        raise TypeError("Audit events are append-only.")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise TypeError("Audit events are append-only.")
+
+
+class AuditEvent(models.Model):
+    """One state change: who, what, on whom, in which request. Never holds memory text."""
+
+    class ActorType(models.TextChoices):
+        OPERATOR = "operator", "Operator"
+        TOKEN = "token", "Token"
+        SYSTEM = "system", "System"
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    request_id = models.CharField(max_length=64, blank=True, db_index=True)
+    actor_type = models.CharField(max_length=16, choices=ActorType.choices)
+    actor_id = models.CharField(max_length=64, blank=True)
+    actor_label = models.CharField(max_length=200, blank=True)
+    # No database constraints: the log outlives what it mentions (an erased user, for one).
+    tenant = models.ForeignKey(
+        Tenant,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    subject_user = models.ForeignKey(
+        User,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64, blank=True)
+    target_id = models.CharField(max_length=128, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    objects: ClassVar[models.Manager[AuditEvent]] = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        who = self.actor_label or self.actor_type
+        return f"{self.action} by {who} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise TypeError("Audit events are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise TypeError("Audit events are append-only.")

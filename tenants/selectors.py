@@ -1,0 +1,61 @@
+"""Reads of the tenants domain that carry a rule (which user a token may name, key health)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+
+from atlas_platform.exceptions import NotFound
+from tenants.models import PlatformToken, ScopedKey, User
+
+
+def user_for_token(*, token: PlatformToken, external_id: str) -> User:
+    """The user a token names by external id, within the token's own tenant.
+
+    A user-scoped token may only name its own user; a tenant token any active user of its tenant.
+    Anything else is "not found" (never "forbidden"), so ids of other tenants do not leak.
+    """
+    user = (
+        User.objects.select_related("tenant")
+        .filter(tenant_id=token.tenant_id, external_id=external_id, status=User.Status.ACTIVE)
+        .first()
+    )
+    if user is None or (token.user_id is not None and token.user_id != user.pk):
+        raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
+    return user
+
+
+@dataclass(frozen=True)
+class KeyStatus:
+    """What an operator needs to know about a user's cluster key."""
+
+    state: str  # "active" | "stale" | "missing" | "pending_invalidation"
+    age: timedelta | None
+    last_rotated_at: str | None
+    key_id: str | None
+
+    @property
+    def label(self) -> str:
+        if self.age is None:
+            return {"missing": "no key"}.get(self.state, self.state)
+        return f"{self.state}, {self.age.days} d old"
+
+
+def user_key_status(*, user: User) -> KeyStatus:
+    """Key health from the user's prefetched keys (no extra queries when prefetched)."""
+    keys = list(user.scoped_keys.all())
+    active = next((k for k in keys if k.status == ScopedKey.Status.ACTIVE), None)
+    pending = any(k.status == ScopedKey.Status.PENDING_INVALIDATION for k in keys)
+    if active is None:
+        return KeyStatus("missing", None, None, None)
+    age = timezone.now() - active.created_at
+    rotated = active.created_at.isoformat(timespec="minutes") if active.rotated_from_id else None
+    if pending:
+        state = "pending_invalidation"
+    elif age > timedelta(days=user.tenant.key_rotation_days):
+        state = "stale"
+    else:
+        state = "active"
+    return KeyStatus(state, age, rotated, active.key_id)

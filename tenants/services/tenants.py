@@ -1,0 +1,160 @@
+"""Tenant lifecycle: onboard (one step), update tunables, suspend, reactivate."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+
+from atlas_platform.cluster import get_cluster
+from atlas_platform.exceptions import Conflict, ValidationError
+from tenants.models import EXTERNAL_ID_VALIDATOR, Operator, ScopedKey, Tenant, User
+from tenants.services.audit import audit_record
+from tenants.services.scoped_keys import create_key_row
+from tenants.services.users import check_new_account
+from tenants.services.validation import validate
+
+logger = logging.getLogger(__name__)
+
+TUNABLE_FIELDS = (
+    "name",
+    "decay_offset_days",
+    "decay_scale_days",
+    "use_count_weight",
+    "catalog_prior",
+    "consolidation_every_n_episodes",
+    "key_rotation_days",
+)
+
+
+@dataclass
+class Onboarding:
+    tenant: Tenant
+    admin: AbstractBaseUser
+    users: list[User] = field(default_factory=list)
+    keys: list[ScopedKey] = field(default_factory=list)
+
+
+def check_external_ids(external_ids: Sequence[str]) -> list[str]:
+    ids = [e.strip() for e in external_ids if e.strip()]
+    dupes = sorted({e for e in ids if ids.count(e) > 1})
+    if dupes:
+        raise ValidationError(f"Duplicate user ids: {', '.join(dupes)}.", code="duplicate_user")
+    for external_id in ids:
+        try:
+            EXTERNAL_ID_VALIDATOR(external_id)
+        except DjangoValidationError as exc:
+            raise ValidationError(f"User id {external_id!r}: {exc.messages[0]}") from exc
+    return ids
+
+
+def tenant_onboard(
+    *,
+    slug: str,
+    name: str,
+    admin_username: str,
+    admin_password: str,
+    admin_email: str = "",
+    user_external_ids: Sequence[str] = (),
+) -> Onboarding:
+    """Create a tenant, its first tenant admin and its initial users (with scoped keys).
+
+    All or nothing: if any step fails (a cluster key among them) nothing is written and keys
+    created so far are invalidated again. One audit event, ``tenant.onboard``.
+    """
+    tenant = Tenant(slug=slug.strip(), name=name.strip())
+    validate(tenant)
+    ids = check_external_ids(user_external_ids)
+    check_new_account(username=admin_username, password=admin_password)
+    cluster = get_cluster()
+    if cluster is not None and cluster.dls_available():
+        tenant.isolation_mode = Tenant.IsolationMode.DLS
+    result: Onboarding | None = None
+    try:
+        with transaction.atomic():
+            tenant.save()
+            account = get_user_model().objects.create_user(
+                username=admin_username, email=admin_email, password=admin_password, is_staff=True
+            )
+            Operator.objects.create(account=account, role=Operator.Role.TENANT_ADMIN, tenant=tenant)
+            result = Onboarding(tenant=tenant, admin=account)
+            for external_id in ids:
+                user = User.objects.create(tenant=tenant, external_id=external_id)
+                result.users.append(user)
+                if cluster is not None:
+                    result.keys.append(create_key_row(cluster=cluster, user=user))
+            audit_record(
+                action="tenant.onboard",
+                tenant=tenant,
+                target=tenant,
+                metadata={
+                    "slug": tenant.slug,
+                    "isolation_mode": tenant.isolation_mode,
+                    "admin": admin_username,
+                    "users": ids,
+                    "keys": [k.key_id for k in result.keys],
+                },
+            )
+    except Exception:
+        if cluster is not None and result is not None:
+            for key in result.keys:
+                _invalidate_quietly(cluster, key.key_id)
+        raise
+    return result
+
+
+def _invalidate_quietly(cluster: Any, key_id: str) -> None:
+    try:
+        cluster.invalidate_api_key(key_id)
+    except Exception:
+        logger.exception(
+            "could not invalidate a key of a failed onboarding", extra={"key_id": key_id}
+        )
+
+
+def tenant_update(*, tenant: Tenant, **changes: Any) -> Tenant:
+    """Change a tenant's name or ranking / rotation tunables."""
+    unknown = set(changes) - set(TUNABLE_FIELDS)
+    if unknown:
+        raise ValidationError(f"Not changeable here: {', '.join(sorted(unknown))}.")
+    before = {f: getattr(tenant, f) for f in changes}
+    for attr, value in changes.items():
+        setattr(tenant, attr, value)
+    validate(tenant)
+    changed = {
+        f: [before[f], getattr(tenant, f)] for f in changes if before[f] != getattr(tenant, f)
+    }
+    if not changed:
+        return tenant
+    with transaction.atomic():
+        tenant.save(update_fields=list(changed))
+        audit_record(
+            action="tenant.update", tenant=tenant, target=tenant, metadata={"changed": changed}
+        )
+    return tenant
+
+
+def _set_status(tenant: Tenant, status: str, action: str) -> Tenant:
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        if tenant.status == status:
+            raise Conflict(f"The tenant is already {status}.")
+        tenant.status = status
+        tenant.save(update_fields=["status"])
+        audit_record(action=action, tenant=tenant, target=tenant)
+    return tenant
+
+
+def tenant_suspend(*, tenant: Tenant) -> Tenant:
+    """Suspend a tenant: its tokens are refused until it is reactivated."""
+    return _set_status(tenant, Tenant.Status.SUSPENDED, "tenant.suspend")
+
+
+def tenant_reactivate(*, tenant: Tenant) -> Tenant:
+    return _set_status(tenant, Tenant.Status.ACTIVE, "tenant.reactivate")

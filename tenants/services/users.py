@@ -1,0 +1,98 @@
+"""Memory subjects (users) and operator accounts."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
+
+from atlas_platform.exceptions import Conflict, ValidationError
+from tenants.models import Operator, Tenant, User
+from tenants.services.audit import audit_record
+from tenants.services.validation import validate
+
+
+def check_new_account(*, username: str, password: str) -> None:
+    """Refuse a blank or taken username and a weak password before anything is written."""
+    if not username.strip():
+        raise ValidationError("The operator needs a username.", code="blank")
+    if get_user_model().objects.filter(username=username).exists():
+        raise ValidationError(f"The username {username!r} is taken.", code="duplicate_username")
+    try:
+        validate_password(password)
+    except DjangoValidationError as exc:
+        raise ValidationError("Password: " + " ".join(exc.messages), code="weak_password") from exc
+
+
+def user_create(*, tenant: Tenant, external_id: str, display_name: str = "") -> User:
+    """Add a user to a tenant. ``external_id`` is the caller's own id, unique in the tenant."""
+    if not tenant.is_active:
+        raise Conflict("The tenant is suspended.", code="tenant_suspended")
+    user = User(tenant=tenant, external_id=external_id.strip(), display_name=display_name.strip())
+    validate(user)
+    try:
+        with transaction.atomic():
+            user.save()
+            audit_record(
+                action="user.create",
+                tenant=tenant,
+                subject_user=user,
+                target=user,
+                metadata={"external_id": user.external_id},
+            )
+    except IntegrityError as exc:  # a concurrent create of the same id won the race
+        raise ValidationError(
+            f"User {external_id!r} already exists in this tenant.", code="duplicate_user"
+        ) from exc
+    return user
+
+
+def user_set_status(*, user: User, status: str) -> User:
+    """Disable a user (their tokens stop working) or enable them again."""
+    if status not in User.Status.values:
+        raise ValidationError(f"Unknown status {status!r}.")
+    if user.status == status:
+        raise Conflict(f"The user is already {status}.")
+    with transaction.atomic():
+        user.status = status
+        user.save(update_fields=["status"])
+        audit_record(
+            action="user.disable" if status == User.Status.DISABLED else "user.enable",
+            tenant=user.tenant,
+            subject_user=user,
+            target=user,
+        )
+    return user
+
+
+def operator_create(
+    *,
+    username: str,
+    password: str,
+    role: str,
+    tenant: Tenant | None,
+    email: str = "",
+) -> Operator:
+    """A staff account with its Atlas role (platform admins have no tenant; the others one)."""
+    if role not in Operator.Role.values:
+        raise ValidationError(f"Unknown role {role!r}.")
+    if (role == Operator.Role.PLATFORM_ADMIN) != (tenant is None):
+        raise ValidationError("Platform admins have no tenant; every other role needs one.")
+    check_new_account(username=username, password=password)
+    with transaction.atomic():
+        account = get_user_model().objects.create_user(
+            username=username,
+            email=email,
+            password=password,
+            is_staff=True,
+            is_superuser=role == Operator.Role.PLATFORM_ADMIN,
+        )
+        operator = Operator.objects.create(account=account, role=role, tenant=tenant)
+        audit_record(
+            action="operator.create",
+            tenant=tenant,
+            target=operator,
+            metadata={"username": username, "role": role},
+        )
+    return operator

@@ -1,0 +1,233 @@
+"""Admin workflows over HTTP: onboarding, users and keys, tokens, the read-only audit log."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tenants.models import AuditEvent, PlatformToken, ScopedKey, Tenant, User
+from tenants.services.scoped_keys import scoped_key_provision
+from tenants.services.tokens import token_authenticate, token_issue
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def onboard(client: Client, **overrides: str):
+    data = {
+        "slug": "initech",
+        "name": "Initech",
+        "admin_username": "peter",
+        "admin_email": "peter@initech.example",
+        "admin_password": PASSWORD,
+        "users": "milton\nsamir\n",
+        **overrides,
+    }
+    return client.post(reverse("admin:tenants_tenant_add"), data)
+
+
+def test_onboarding_is_one_form_with_admin_users_and_keys(es, platform_client):
+    response = onboard(platform_client)
+
+    tenant = Tenant.objects.get(slug="initech")
+    assert response.status_code == 302
+    assert sorted(tenant.users.values_list("external_id", flat=True)) == ["milton", "samir"]
+    assert ScopedKey.objects.filter(user__tenant=tenant, status="active").count() == 2
+    peter = Client()
+    assert peter.login(username="peter", password=PASSWORD)
+    assert "milton" in peter.get(reverse("admin:tenants_user_changelist")).content.decode()
+    detail = platform_client.get(response.url).content.decode()
+    assert "dls (cluster-enforced)" in detail
+
+
+def test_a_filter_mode_tenant_is_shown_as_weaker(no_cluster, platform_client):
+    onboard(platform_client, users="")
+
+    page = platform_client.get(reverse("admin:tenants_tenant_changelist")).content.decode()
+
+    assert "filter (weaker)" in page
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error"),
+    [
+        ({"slug": "acme"}, "A tenant with this slug already exists."),
+        ({"slug": ""}, "This field is required."),
+        ({"name": "  "}, "This field is required."),
+        ({"admin_username": "root-op"}, "is taken"),
+        ({"admin_password": "short"}, "too short"),
+        ({"users": "milton\nmilton"}, "Duplicate user ids: milton."),
+        ({"users": "no spaces allowed"}, "no spaces allowed"),
+    ],
+)
+def test_onboarding_bad_input_shows_a_form_error_and_writes_nothing(
+    no_cluster, acme, platform_client, overrides, error
+):
+    tenants_before = Tenant.objects.count()
+
+    response = onboard(platform_client, **overrides)
+
+    assert response.status_code == 200
+    assert error in response.content.decode()
+    assert Tenant.objects.count() == tenants_before
+    assert not AuditEvent.objects.filter(action="tenant.onboard").exists()
+
+
+def test_onboarding_during_a_cluster_outage_says_so_and_writes_nothing(
+    es, settings, platform_client
+):
+    settings.ATLAS_ES_URL = "http://127.0.0.1:9"
+
+    response = onboard(platform_client)
+
+    assert response.status_code == 200
+    assert "search cluster" in response.content.decode()
+    assert not Tenant.objects.filter(slug="initech").exists()
+
+
+def test_the_users_list_shows_key_status_with_a_fixed_number_of_queries(
+    es, acme, acme_client, django_assert_max_num_queries
+):
+    for n in range(6):
+        user = User.objects.create(tenant=acme, external_id=f"user{n}")
+        if n % 2:
+            scoped_key_provision(user=user)
+
+    with django_assert_max_num_queries(12):
+        page = acme_client.get(reverse("admin:tenants_user_changelist")).content.decode()
+
+    assert page.count("no key") == 0 and "missing" in page and "active" in page
+
+
+def test_adding_a_user_provisions_their_key(es, acme, acme_client):
+    response = acme_client.post(
+        reverse("admin:tenants_user_add"),
+        {"tenant": acme.pk, "external_id": "newbie", "provision_key": "on"},
+    )
+
+    user = User.objects.get(external_id="newbie")
+    assert response.status_code == 302
+    assert user.current_key() is not None
+
+
+def test_adding_a_duplicate_or_empty_user_is_refused(acme, alice, acme_client):
+    duplicate = acme_client.post(
+        reverse("admin:tenants_user_add"), {"tenant": acme.pk, "external_id": "alice"}
+    )
+    empty = acme_client.post(
+        reverse("admin:tenants_user_add"), {"tenant": acme.pk, "external_id": ""}
+    )
+
+    assert "already has a user with this id" in duplicate.content.decode()
+    assert "This field is required." in empty.content.decode()
+    assert User.objects.filter(tenant=acme).count() == 1
+
+
+def test_the_rotate_action_switches_keys(es, alice, acme_client):
+    old = scoped_key_provision(user=alice)
+
+    response = acme_client.post(
+        reverse("admin:tenants_user_changelist"),
+        {"action": "rotate_key", "_selected_action": [alice.pk]},
+        follow=True,
+    )
+
+    assert "Rotated keys of: alice." in response.content.decode()
+    old.refresh_from_db()
+    assert old.status == ScopedKey.Status.INVALIDATED
+    assert alice.current_key().rotated_from == old
+
+
+def test_the_rotate_action_during_an_outage_reports_it_and_keeps_the_old_key(
+    es, settings, alice, acme_client
+):
+    old = scoped_key_provision(user=alice)
+    settings.ATLAS_ES_URL = "http://127.0.0.1:9"
+
+    response = acme_client.post(
+        reverse("admin:tenants_user_changelist"),
+        {"action": "rotate_key", "_selected_action": [alice.pk]},
+        follow=True,
+    )
+
+    assert "rotation failed, old key still valid" in response.content.decode()
+    assert alice.current_key() == old
+
+
+def test_a_token_secret_is_shown_exactly_once(acme, alice, acme_client):
+    response = acme_client.post(
+        reverse("admin:tenants_platformtoken_add"),
+        {"tenant": acme.pk, "user": alice.pk, "name": "alice bot"},
+    )
+
+    page = response.content.decode()
+    secret = page.split('id="issued-token"')[1].split(">")[1].split("<")[0]
+    token = PlatformToken.objects.get(name="alice bot")
+    assert secret.startswith(f"atlas_{token.lookup}_")
+    assert "no-store" in response["Cache-Control"]
+    assert token_authenticate(raw=secret) == token
+    for later in (
+        acme_client.get(reverse("admin:tenants_platformtoken_changelist")),
+        acme_client.get(reverse("admin:tenants_platformtoken_change", args=[token.pk])),
+    ):
+        assert secret not in later.content.decode()
+        assert secret.rsplit("_", 1)[1] not in later.content.decode()
+
+
+def test_issuing_a_token_with_bad_input_is_refused(acme, alice, acme_client):
+    response = acme_client.post(
+        reverse("admin:tenants_platformtoken_add"),
+        {"tenant": acme.pk, "user": alice.pk, "name": "x", "expires_at": "2001-01-01 00:00"},
+    )
+
+    assert "The expiry must be in the future." in response.content.decode()
+    assert not PlatformToken.objects.exists()
+
+
+def test_the_revoke_action_revokes(acme, alice, acme_client):
+    issued = token_issue(tenant=acme, user=alice, name="bot")
+
+    acme_client.post(
+        reverse("admin:tenants_platformtoken_changelist"),
+        {"action": "revoke", "_selected_action": [issued.token.pk]},
+    )
+
+    issued.token.refresh_from_db()
+    assert issued.token.revoked_at is not None
+
+
+def test_the_audit_log_is_read_only_in_the_admin(acme, alice, acme_client, platform_client):
+    token_issue(tenant=acme, user=alice, name="bot")
+    event = AuditEvent.objects.get(action="token.issue")
+
+    for client in (acme_client, platform_client):
+        listing = client.get(
+            reverse("admin:tenants_auditevent_changelist"), {"action": "token.issue"}
+        )
+        assert listing.status_code == 200 and "token.issue" in listing.content.decode()
+        assert '<select name="action"' not in listing.content.decode()
+        assert client.get(reverse("admin:tenants_auditevent_add")).status_code == 403
+        assert (
+            client.post(
+                reverse("admin:tenants_auditevent_delete", args=[event.pk]), {"post": "yes"}
+            ).status_code
+            == 403
+        )
+        client.post(reverse("admin:tenants_auditevent_change", args=[event.pk]), {"action": "x"})
+    event.refresh_from_db()
+    assert event.action == "token.issue"
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_admin_changes_are_attributed_to_the_operator(acme, alice, acme_client):
+    acme_client.post(
+        reverse("admin:tenants_platformtoken_add"),
+        {"tenant": acme.pk, "user": alice.pk, "name": "alice bot"},
+        HTTP_X_REQUEST_ID="req-abcdef123",
+    )
+
+    event = AuditEvent.objects.get(action="token.issue")
+    assert (event.actor_type, event.actor_label, event.request_id) == (
+        "operator",
+        "acme-admin",
+        "req-abcdef123",
+    )

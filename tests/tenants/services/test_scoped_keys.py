@@ -1,0 +1,182 @@
+"""Scoped keys on the real cluster: DLS isolation, rotation, outage, invalidation."""
+
+from __future__ import annotations
+
+import pytest
+from elasticsearch import AuthenticationException, AuthorizationException, Elasticsearch
+
+from atlas_platform.cluster import Cluster, ClusterConfig
+from atlas_platform.exceptions import ClusterUnavailable, Conflict
+from tenants.crypto import decrypt
+from tenants.models import AuditEvent, ScopedKey, User
+from tenants.services.scoped_keys import (
+    scoped_key_credentials,
+    scoped_key_invalidate,
+    scoped_key_provision,
+    scoped_key_rotate,
+)
+
+pytestmark = pytest.mark.django_db
+INDEX_TYPES = ("episodic", "semantic", "procedural", "catalog")
+
+
+def admin_client(config: ClusterConfig) -> Elasticsearch:
+    return Cluster(config).client
+
+
+def as_key(config: ClusterConfig, key: ScopedKey) -> Elasticsearch:
+    return Cluster(config).as_api_key(scoped_key_credentials(key=key))
+
+
+def visible_ids(config: ClusterConfig, key: ScopedKey) -> set[str]:
+    result = as_key(config, key).search(
+        index=f"{config.index_prefix}-*", query={"match_all": {}}, size=1000
+    )
+    return {hit["_id"] for hit in result["hits"]["hits"]}
+
+
+@pytest.fixture
+def dave(globex) -> User:
+    return User.objects.create(tenant=globex, external_id="dave")
+
+
+@pytest.fixture
+def seeded(es, alice, bob, charlie, dave) -> dict[str, set[str]]:
+    """Two tenants x two users, documents in every memory index plus each tenant's catalog."""
+    client = admin_client(es)
+    mapping = {
+        "properties": {
+            "tenant_id": {"type": "keyword"},
+            "user_id": {"type": "keyword"},
+            "text": {"type": "text"},
+        }
+    }
+    for kind in INDEX_TYPES:
+        index = f"{es.index_prefix}-{kind}"
+        if not client.indices.exists(index=index):
+            client.indices.create(index=index, mappings=mapping)
+    owned: dict[str, set[str]] = {}
+    operations: list[dict[str, object]] = []
+    for user in (alice, bob, charlie, dave):
+        ids = set()
+        for kind in ("episodic", "semantic", "procedural"):
+            for n in range(2):
+                doc_id = f"{kind}-{user.external_id}-{n}-{es.index_prefix}"
+                operations += [
+                    {"index": {"_index": f"{es.index_prefix}-{kind}", "_id": doc_id}},
+                    {
+                        "tenant_id": str(user.tenant_id),
+                        "user_id": str(user.pk),
+                        "text": f"{kind} note",
+                    },
+                ]
+                ids.add(doc_id)
+        owned[user.external_id] = ids
+    for tenant in (alice.tenant, charlie.tenant):
+        doc_id = f"catalog-{tenant.slug}-{es.index_prefix}"
+        operations += [
+            {"index": {"_index": f"{es.index_prefix}-catalog", "_id": doc_id}},
+            {"tenant_id": str(tenant.pk), "text": f"{tenant.name} catalog entry"},
+        ]
+        owned[f"catalog:{tenant.slug}"] = {doc_id}
+    result = client.bulk(operations=operations, refresh="wait_for")
+    assert not result["errors"]
+    return owned
+
+
+def test_a_scoped_key_sees_only_its_user_and_its_tenant_catalog(
+    es, seeded, alice, bob, charlie, dave
+):
+    for user in (alice, bob, charlie, dave):
+        scoped_key_provision(user=user)
+
+    for user in (alice, bob, charlie, dave):
+        expected = seeded[user.external_id] | seeded[f"catalog:{user.tenant.slug}"]
+        assert visible_ids(es, user.current_key()) == expected, user.external_id
+
+
+def test_a_scoped_key_cannot_write(es, seeded, alice):
+    key = scoped_key_provision(user=alice)
+
+    with pytest.raises(AuthorizationException):
+        as_key(es, key).index(
+            index=f"{es.index_prefix}-semantic",
+            document={"tenant_id": str(alice.tenant_id), "user_id": str(alice.pk), "text": "x"},
+        )
+
+
+def test_the_secret_is_encrypted_at_rest(es, alice):
+    key = scoped_key_provision(user=alice)
+    secret = scoped_key_credentials(key=key).secret
+
+    assert secret not in key.encrypted_secret
+    assert decrypt(key.encrypted_secret) == secret
+    assert AuditEvent.objects.filter(action="key.provision", subject_user=alice).count() == 1
+
+
+def test_provisioning_twice_is_refused(es, alice):
+    scoped_key_provision(user=alice)
+
+    with pytest.raises(Conflict):
+        scoped_key_provision(user=alice)
+    assert ScopedKey.objects.filter(user=alice).count() == 1
+
+
+def test_after_rotation_the_new_key_works_and_the_old_key_is_rejected(es, seeded, alice):
+    old = scoped_key_provision(user=alice)
+    expected = seeded["alice"] | seeded["catalog:acme"]
+
+    rotation = scoped_key_rotate(user=alice)
+
+    assert rotation.old_key_invalidated
+    assert rotation.key.rotated_from == old
+    assert visible_ids(es, rotation.key) == expected
+    with pytest.raises(AuthenticationException):
+        visible_ids(es, old)
+    old.refresh_from_db()
+    assert old.status == ScopedKey.Status.INVALIDATED and old.invalidated_at is not None
+    assert alice.current_key() == rotation.key
+    assert AuditEvent.objects.filter(action="key.rotate", subject_user=alice).count() == 1
+
+
+def test_rotation_during_an_outage_keeps_the_old_key_and_reports_it(es, seeded, alice, settings):
+    old = scoped_key_provision(user=alice)
+    settings.ATLAS_ES_URL = "http://127.0.0.1:9"  # nothing listens there: the cluster is "down"
+
+    with pytest.raises(ClusterUnavailable) as exc:
+        scoped_key_rotate(user=alice)
+
+    assert "create an API key" in exc.value.message
+    assert list(ScopedKey.objects.filter(user=alice)) == [old]
+    assert alice.current_key() == old
+    assert AuditEvent.objects.filter(action="key.rotate").count() == 0
+    assert visible_ids(es, old) == seeded["alice"] | seeded["catalog:acme"]
+
+
+def test_a_failed_final_invalidation_leaves_the_old_key_pending_until_retried(
+    es, seeded, alice, monkeypatch
+):
+    old = scoped_key_provision(user=alice)
+
+    def refuse(self, key_id):
+        raise ClusterUnavailable("cluster went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Cluster, "invalidate_api_key", refuse)
+        rotation = scoped_key_rotate(user=alice)
+
+    assert not rotation.old_key_invalidated
+    old.refresh_from_db()
+    assert old.status == ScopedKey.Status.PENDING_INVALIDATION
+    assert visible_ids(es, old)  # still valid on the cluster: nothing claims otherwise
+    assert visible_ids(es, rotation.key) == seeded["alice"] | seeded["catalog:acme"]
+
+    scoped_key_invalidate(key=old)
+
+    with pytest.raises(AuthenticationException):
+        visible_ids(es, old)
+    assert old.status == ScopedKey.Status.INVALIDATED
+
+
+def test_the_cluster_licence_allows_document_level_security(es):
+    assert Cluster(es).dls_available()

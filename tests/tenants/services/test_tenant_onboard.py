@@ -1,0 +1,105 @@
+import pytest
+from django.contrib.auth import get_user_model
+
+from atlas_platform.exceptions import ValidationError
+from tenants.models import AuditEvent, Operator, ScopedKey, Tenant, User
+from tenants.services.tenants import tenant_onboard, tenant_update
+
+pytestmark = pytest.mark.django_db
+GOOD = {"admin_password": "correct-horse-battery-9"}
+
+
+def nothing_written() -> bool:
+    return (
+        not Tenant.objects.exists()
+        and not User.objects.exists()
+        and not Operator.objects.exists()
+        and not get_user_model().objects.exists()
+        and not AuditEvent.objects.exists()
+    )
+
+
+def test_it_onboards_a_tenant_with_admin_users_and_keys_on_the_cluster(es):
+    result = tenant_onboard(
+        slug="acme", name="Acme", admin_username="ann", user_external_ids=["alice", "bob"], **GOOD
+    )
+
+    assert result.tenant.isolation_mode == Tenant.IsolationMode.DLS
+    assert result.tenant.operators.get().role == Operator.Role.TENANT_ADMIN
+    assert sorted(u.external_id for u in result.tenant.users.all()) == ["alice", "bob"]
+    assert ScopedKey.objects.filter(user__tenant=result.tenant, status="active").count() == 2
+    event = AuditEvent.objects.get()
+    assert event.action == "tenant.onboard" and event.tenant == result.tenant
+    assert event.metadata["users"] == ["alice", "bob"]
+
+
+def test_without_a_cluster_the_tenant_runs_in_the_weaker_filter_mode(no_cluster, db):
+    result = tenant_onboard(
+        slug="acme", name="Acme", admin_username="ann", user_external_ids=["alice"], **GOOD
+    )
+
+    assert result.tenant.isolation_mode == Tenant.IsolationMode.FILTER
+    assert result.tenant.isolation_is_weaker
+    assert not ScopedKey.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"slug": "Not A Slug"}, "slug"),
+        ({"name": "   "}, "name"),
+        ({"admin_username": ""}, "username"),
+        ({"admin_password": "123"}, "Password"),
+        ({"user_external_ids": ["alice", "alice"]}, "Duplicate"),
+        ({"user_external_ids": ["bad id!"]}, "bad id!"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_error_and_nothing_written(
+    no_cluster, db, kwargs, message
+):
+    args = {"slug": "acme", "name": "Acme", "admin_username": "ann", **GOOD, **kwargs}
+
+    with pytest.raises(ValidationError) as exc:
+        tenant_onboard(**args)
+
+    assert message in exc.value.message
+    assert nothing_written()
+
+
+def test_a_duplicate_slug_is_refused(no_cluster, db):
+    tenant_onboard(slug="acme", name="Acme", admin_username="ann", **GOOD)
+
+    with pytest.raises(ValidationError) as exc:
+        tenant_onboard(slug="acme", name="Acme 2", admin_username="other", **GOOD)
+
+    assert "slug" in exc.value.message
+    assert Tenant.objects.count() == 1 and AuditEvent.objects.count() == 1
+
+
+def test_a_cluster_failure_midway_writes_nothing(es, settings):
+    settings.ATLAS_ES_URL = "http://127.0.0.1:9"
+
+    with pytest.raises(Exception, match="search cluster"):
+        tenant_onboard(
+            slug="acme", name="Acme", admin_username="ann", user_external_ids=["alice"], **GOOD
+        )
+
+    assert nothing_written()
+
+
+def test_tenant_update_records_what_changed(acme):
+    tenant_update(tenant=acme, decay_offset_days=90, name="Acme")
+
+    event = AuditEvent.objects.get()
+    assert event.action == "tenant.update"
+    assert event.metadata == {"changed": {"decay_offset_days": [180, 90]}}
+
+
+def test_tenant_update_refuses_fields_that_are_not_tunables(acme):
+    with pytest.raises(ValidationError):
+        tenant_update(tenant=acme, slug="other")
+    with pytest.raises(ValidationError):
+        tenant_update(tenant=acme, name="")
+    acme.refresh_from_db()
+    assert acme.slug == "acme" and acme.name == "Acme"
+    assert not AuditEvent.objects.exists()

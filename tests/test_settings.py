@@ -1,0 +1,75 @@
+"""Production settings refuse to start without their secrets; secrets may come from files."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def boot(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ATLAS_", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_"))
+    }
+    clean.update(
+        {"ATLAS_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "atlas_platform.settings", **env}
+    )
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.DEBUG, settings.ALLOWED_HOSTS)"
+    )
+    return subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+PROD = {"ATLAS_ENV": "production", "SECRET_KEY": "s" * 50, "ALLOWED_HOSTS": "atlas.example"}
+
+
+@pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS", "ATLAS_ENCRYPTION_KEY"])
+def test_production_refuses_to_start_without_a_required_secret(tmp_path, missing):
+    env = {**PROD, "ATLAS_ENCRYPTION_KEY": Fernet.generate_key().decode()}
+    env.pop(missing)
+
+    result = boot(tmp_path, **env)
+
+    assert result.returncode != 0
+    assert missing in result.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_production_starts_with_secrets_from_files(tmp_path):
+    key_file = tmp_path / "enc"
+    key_file.write_text(Fernet.generate_key().decode())
+    secret_file = tmp_path / "secret"
+    secret_file.write_text("f" * 50)
+
+    result = boot(
+        tmp_path,
+        ATLAS_ENV="production",
+        ALLOWED_HOSTS="atlas.example",
+        SECRET_KEY_FILE=str(secret_file),
+        ATLAS_ENCRYPTION_KEY_FILE=str(key_file),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False ['atlas.example']"
+
+
+def test_development_generates_per_checkout_secrets(tmp_path):
+    result = boot(tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "encryption_key").exists()
