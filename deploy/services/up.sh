@@ -68,6 +68,11 @@ apt_install() {
 
 prepare() {
   require_root
+  local missing=() tool
+  for tool in curl unzip; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+  done
+  if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
   for tool in curl unzip runuser flock; do
     command -v "$tool" >/dev/null || die "missing required tool: $tool"
   done
