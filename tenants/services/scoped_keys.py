@@ -37,15 +37,16 @@ def dls_query(*, tenant_id: str, user_id: str) -> dict[str, Any]:
     }
 
 
-def role_descriptors(*, cluster: Cluster, user: User) -> dict[str, Any]:
+def role_descriptors(*, index_pattern: str, tenant_id: str, user_id: str) -> dict[str, Any]:
+    """Read-only on the Atlas memory indices, limited by the DLS query."""
     return {
         "atlas_memory_reader": {
             "cluster": [],
             "indices": [
                 {
-                    "names": [cluster.config.memory_index_pattern],
+                    "names": [index_pattern],
                     "privileges": ["read"],
-                    "query": dls_query(tenant_id=str(user.tenant_id), user_id=str(user.pk)),
+                    "query": dls_query(tenant_id=tenant_id, user_id=user_id),
                 }
             ],
         }
@@ -56,7 +57,11 @@ def _create_key(cluster: Cluster, user: User) -> ApiKey:
     stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
     return cluster.create_api_key(
         name=f"atlas-{user.tenant.slug}-{user.pk}-{stamp}",
-        role_descriptors=role_descriptors(cluster=cluster, user=user),
+        role_descriptors=role_descriptors(
+            index_pattern=cluster.config.memory_index_pattern,
+            tenant_id=str(user.tenant_id),
+            user_id=str(user.pk),
+        ),
         metadata={"atlas_tenant_id": str(user.tenant_id), "atlas_user_id": str(user.pk)},
     )
 

@@ -1,0 +1,113 @@
+"""The contract every memory backend honours. The conformance suite
+(``tests/memory/engine/test_backend_contract.py``) runs it against each backend."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from memory.engine.types import LegQuery, LegResults, MemoryDoc, MemoryType, Ranking, ReadScope
+
+
+class EngineError(Exception):
+    """The one error type callers see from a backend (the store failed or refused)."""
+
+
+class Conflict(EngineError):
+    """A conditional update lost every retry to concurrent writers."""
+
+
+class MemoryBackend(ABC):
+    """A memory store. Writes use the platform's writer credential and are visible to the very
+    next read (refresh before returning). Reads take a ``ReadScope`` and never return a document
+    outside it: same tenant, and either the scope's user or no user (catalog)."""
+
+    name: str
+
+    @abstractmethod
+    def ensure_ready(self) -> None:
+        """Create indices / tables if missing (idempotent)."""
+
+    @abstractmethod
+    def write(self, docs: list[MemoryDoc]) -> None:
+        """Insert (or replace by id) documents; one refresh for the batch."""
+
+    @abstractmethod
+    def get(self, scope: ReadScope, memory_id: str) -> MemoryDoc | None:
+        """The document with this id if it is inside ``scope`` (any type), else None."""
+
+    @abstractmethod
+    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+        """Those of ``memory_ids`` inside ``scope``, in the order given; missing ones skipped."""
+
+    @abstractmethod
+    def update(
+        self,
+        doc: MemoryDoc,
+        mutate: Callable[[MemoryDoc], dict[str, Any]],
+    ) -> MemoryDoc:
+        """Atomically read-modify-write one document: ``mutate`` gets the current version and
+        returns the fields to change (``{}`` = no change). Retried on concurrent modification
+        (optimistic concurrency; no server-side scripts). Returns the stored result. Raises
+        ``Conflict`` after the retries, ``EngineError`` if the document is gone."""
+
+    @abstractmethod
+    def delete(self, doc: MemoryDoc) -> bool:
+        """Hard-delete one document (refresh before returning). False if it was not there."""
+
+    @abstractmethod
+    def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
+        """Run the lexical (BM25) and dense (vector similarity) legs — in one round trip where
+        the store allows — each returning up to ``query.size`` hits inside ``scope`` that match
+        ``query.filter``, scored with the ranking signals (``signal_multiplier``) applied, sorted
+        by that score, ranks 1-based."""
+
+    @abstractmethod
+    def scan(
+        self,
+        scope: ReadScope,
+        *,
+        memory_types: tuple[MemoryType, ...],
+        include_superseded: bool = True,
+        search_after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[MemoryDoc]:
+        """Documents of ``scope`` (including the catalog only if "catalog" is in
+        ``memory_types``) ordered by (created_at, id) ascending, starting strictly after the
+        ``search_after`` key (``(created_at_iso, id)``), at most ``limit``."""
+
+    @abstractmethod
+    def count(self, scope: ReadScope) -> dict[str, int]:
+        """Documents per memory type inside ``scope`` (catalog included)."""
+
+
+def gauss_decay(age_days: float, ranking: Ranking) -> float:
+    """Elasticsearch's ``gauss`` decay: 1 within the offset, ``decay`` at offset + scale."""
+    distance = max(0.0, abs(age_days) - ranking.decay_offset_days)
+    if distance == 0.0:
+        return 1.0
+    sigma_sq = -(ranking.decay_scale_days**2) / (2.0 * math.log(ranking.decay))
+    return math.exp(-(distance**2) / (2.0 * sigma_sq))
+
+
+def signal_multiplier(doc: MemoryDoc, ranking: Ranking, now: datetime) -> float:
+    """The per-document factor both legs multiply into their raw score (DESIGN §4.2):
+
+    - episodic: gauss decay on ``timestamp``; semantic: gauss decay on ``last_used_at``
+      (falling back to ``created_at`` when never used) times ``1 + log10(1 + use_count) * w``;
+    - procedural: 1 (exempt); catalog: ``catalog_prior`` (exempt from decay).
+    """
+    if doc.memory_type == "catalog":
+        return ranking.catalog_prior
+    if doc.memory_type == "procedural":
+        return 1.0
+    factor = 1.0
+    if ranking.apply_decay:
+        anchor = doc.timestamp if doc.memory_type == "episodic" else (doc.last_used_at or doc.created_at)
+        factor *= gauss_decay((now - anchor).total_seconds() / 86400.0, ranking)
+    if doc.memory_type == "semantic":
+        factor *= 1.0 + math.log10(1.0 + doc.use_count) * ranking.use_count_weight
+    return factor

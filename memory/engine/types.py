@@ -1,0 +1,161 @@
+"""The engine's vocabulary: memory documents, read scopes, recall queries and leg results.
+
+Backends store and return ``MemoryDoc``; they never see Django models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+MemoryType = Literal["episodic", "semantic", "procedural", "catalog"]
+MEMORY_TYPES: tuple[MemoryType, ...] = ("episodic", "semantic", "procedural", "catalog")
+PERSONAL_TYPES: tuple[MemoryType, ...] = ("episodic", "semantic", "procedural")
+DATE_FIELDS = (
+    "created_at",
+    "timestamp",
+    "superseded_at",
+    "last_used_at",
+    "valid_from",
+    "valid_to",
+    "last_success_at",
+)
+
+
+@dataclass
+class MemoryDoc:
+    """One memory. ``user_id`` is None only for tenant catalog documents.
+
+    ``timestamp`` is when the remembered thing happened (episodic: the turn's time); it defaults
+    to ``created_at``. Ids are opaque strings chosen by the service layer (uuid4 hex).
+    """
+
+    id: str
+    tenant_id: str
+    user_id: str | None
+    memory_type: MemoryType
+    text: str
+    created_at: datetime
+    timestamp: datetime
+    embedding: list[float] | None = None
+    confidence: float = 1.0
+    source: str = "agent"  # turn | agent | consolidation | operator
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # episodic
+    session_id: str | None = None
+    agent: str | None = None
+    # semantic
+    fact_type: str | None = None
+    supersedes: list[str] = field(default_factory=list)
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    contradiction: str | None = None
+    supporting_episode_ids: list[str] = field(default_factory=list)
+    last_used_at: datetime | None = None
+    use_count: int = 0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    # procedural (and catalog: name)
+    name: str | None = None
+    description: str | None = None
+    trigger: str | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    success_count: int = 0
+    failure_count: int = 0
+    last_success_at: datetime | None = None
+    version: int = 1
+
+    def to_source(self) -> dict[str, Any]:
+        """A JSON-able dict (datetimes as ISO 8601 strings, None fields dropped)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            out[f.name] = value.isoformat() if isinstance(value, datetime) else value
+        return out
+
+    @classmethod
+    def from_source(cls, source: dict[str, Any]) -> MemoryDoc:
+        known = {f.name for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in source.items() if k in known}
+        for name in DATE_FIELDS:
+            if isinstance(data.get(name), str):
+                data[name] = datetime.fromisoformat(data[name])
+        return cls(**data)
+
+    @property
+    def is_superseded(self) -> bool:
+        return self.superseded_by is not None
+
+
+@dataclass(frozen=True)
+class ApiKeyCredentials:
+    id: str
+    secret: str
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """Whose memories a read may see: user ``user_id`` of ``tenant_id`` plus that tenant's
+    catalog; ``user_id=None`` means the tenant catalog only.
+
+    ``isolation`` ``dls``: the Elasticsearch backend runs the read with ``credentials`` (the
+    user's scoped key) so the cluster enforces it. Every backend ALWAYS adds its own tenant/user
+    filters as well, in both modes.
+    """
+
+    tenant_id: str
+    user_id: str | None
+    isolation: Literal["dls", "filter"] = "filter"
+    credentials: ApiKeyCredentials | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Per-leg ranking signals (tenant-tunable)."""
+
+    decay_offset_days: float = 180.0
+    decay_scale_days: float = 1825.0
+    decay: float = 0.5
+    use_count_weight: float = 0.2
+    catalog_prior: float = 0.85
+    apply_decay: bool = True  # False for the "no decay" ablation
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    memory_types: tuple[MemoryType, ...] = PERSONAL_TYPES  # personal types to search
+    include_catalog: bool = True
+    include_superseded: bool = False
+    since: datetime | None = None  # on ``timestamp``, inclusive
+    until: datetime | None = None  # on ``timestamp``, inclusive
+
+
+@dataclass(frozen=True)
+class LegQuery:
+    text: str
+    vector: list[float] | None
+    filter: RecallFilter
+    ranking: Ranking
+    now: datetime
+    size: int = 80
+    lexical: bool = True
+    dense: bool = True
+
+
+@dataclass
+class LegHit:
+    doc: MemoryDoc
+    score: float  # after the ranking signals
+    rank: int  # 1-based within its leg
+
+
+@dataclass
+class LegResults:
+    lexical: list[LegHit] = field(default_factory=list)
+    dense: list[LegHit] = field(default_factory=list)
+    took_ms: float = 0.0

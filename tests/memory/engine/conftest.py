@@ -1,0 +1,107 @@
+"""Backends under test: embedded (SQLite) and Elasticsearch in both isolation modes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.engine.base import MemoryBackend
+from memory.engine.types import ApiKeyCredentials, MemoryDoc, MemoryType, ReadScope
+
+DIMS = 8
+
+
+def vec(*hot: int, weight: float = 1.0) -> list[float]:
+    """A unit-ish vector with ``weight`` at the given positions (cosine-friendly)."""
+    values = [0.01] * DIMS
+    for i in hot:
+        values[i] = weight
+    norm = sum(v * v for v in values) ** 0.5
+    return [v / norm for v in values]
+
+
+@dataclass
+class BackendEnv:
+    backend: MemoryBackend
+    isolation: str
+    es_config: Any = None
+    keys: dict[tuple[str, str], ApiKeyCredentials] = field(default_factory=dict)
+
+    def scope(self, tenant_id: str, user_id: str | None) -> ReadScope:
+        if self.isolation != "dls" or user_id is None:
+            return ReadScope(tenant_id=tenant_id, user_id=user_id, isolation="filter")
+        if (tenant_id, user_id) not in self.keys:
+            from atlas_platform.cluster import Cluster
+            from tenants.services.scoped_keys import role_descriptors
+
+            cluster = Cluster(self.es_config)
+            key = cluster.create_api_key(
+                name=f"contract-{tenant_id[:8]}-{user_id}",
+                role_descriptors=role_descriptors(
+                    index_pattern=self.es_config.memory_index_pattern,
+                    tenant_id=tenant_id,
+                    user_id=user_id,
+                ),
+                metadata={"test": True},
+            )
+            self.keys[(tenant_id, user_id)] = ApiKeyCredentials(id=key.id, secret=key.secret)
+        return ReadScope(
+            tenant_id=tenant_id,
+            user_id=user_id,
+            isolation="dls",
+            credentials=self.keys[(tenant_id, user_id)],
+        )
+
+
+@pytest.fixture(params=["embedded", "es-filter", "es-dls"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendEnv]:
+    if request.param == "embedded":
+        from memory.engine.embedded import EmbeddedBackend
+
+        backend: MemoryBackend = EmbeddedBackend(path=tmp_path / "memory.sqlite3", dims=DIMS)
+        backend.ensure_ready()
+        yield BackendEnv(backend=backend, isolation="filter")
+        return
+    config = request.getfixturevalue("es_session_config")
+    from memory.engine.elasticsearch import ElasticsearchBackend
+
+    backend = ElasticsearchBackend(config=config, dims=DIMS)
+    backend.ensure_ready()
+    yield BackendEnv(backend=backend, isolation=request.param.split("-")[1], es_config=config)
+
+
+@pytest.fixture
+def tenant() -> str:
+    """A fresh tenant id per test, so tests sharing an index never see each other."""
+    return uuid.uuid4().hex
+
+
+def make_doc(
+    tenant_id: str,
+    user_id: str | None,
+    memory_type: MemoryType,
+    text: str,
+    *,
+    embedding: list[float] | None = None,
+    when: datetime | None = None,
+    **extra: Any,
+) -> MemoryDoc:
+    moment = when or datetime.now(UTC)
+    return MemoryDoc(
+        id=uuid.uuid4().hex,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        memory_type=memory_type,
+        text=text,
+        created_at=extra.pop("created_at", moment),
+        timestamp=moment,
+        embedding=embedding if embedding is not None else vec(0),
+        last_used_at=extra.pop("last_used_at", moment if memory_type == "semantic" else None),
+        **extra,
+    )

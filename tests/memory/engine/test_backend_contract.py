@@ -1,0 +1,302 @@
+"""The backend contract, run against every backend (a behaviour that differs is a bug)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.engine.base import signal_multiplier
+from memory.engine.types import LegQuery, MemoryDoc, Ranking, RecallFilter
+from tests.memory.engine.conftest import BackendEnv, make_doc, vec
+
+NOW = datetime.now(UTC)
+
+
+def legs(env: BackendEnv, tenant: str, user: str | None, text: str, vector=None, **filters):
+    ranking = filters.pop("ranking", Ranking())
+    query = LegQuery(
+        text=text,
+        vector=vector if vector is not None else vec(0),
+        filter=RecallFilter(**filters),
+        ranking=ranking,
+        now=datetime.now(UTC),
+    )
+    return env.backend.recall_legs(env.scope(tenant, user), query)
+
+
+def lexical_ids(results) -> list[str]:
+    return [hit.doc.id for hit in results.lexical]
+
+
+def dense_ids(results) -> list[str]:
+    return [hit.doc.id for hit in results.dense]
+
+
+def test_a_document_round_trips_with_every_field(env, tenant):
+    doc = make_doc(
+        tenant,
+        "u1",
+        "procedural",
+        "Reset the Lumio Hub v2",
+        confidence=0.7,
+        tags=["hub", "reset"],
+        metadata={"origin": {"ticket": 42}},
+        name="hub reset",
+        trigger="hub offline",
+        steps=[{"order": 1, "instruction": "unplug", "tool": None}],
+        success_count=2,
+        last_success_at=NOW - timedelta(days=3),
+        version=3,
+    )
+    env.backend.write([doc])
+
+    got = env.backend.get(env.scope(tenant, "u1"), doc.id)
+
+    assert got is not None
+    assert got.to_source() == doc.to_source()
+
+
+def test_reads_never_leave_the_scope(env, tenant):
+    other_tenant = tenant[::-1]
+    mine = make_doc(tenant, "u1", "semantic", "likes tea")
+    neighbour = make_doc(tenant, "u2", "semantic", "likes tea")
+    catalog = make_doc(tenant, None, "catalog", "tea catalogue")
+    foreign_catalog = make_doc(other_tenant, None, "catalog", "tea catalogue")
+    foreign_user = make_doc(other_tenant, "u1", "semantic", "likes tea")
+    env.backend.write([mine, neighbour, catalog, foreign_catalog, foreign_user])
+    scope = env.scope(tenant, "u1")
+
+    assert env.backend.get(scope, mine.id) is not None
+    assert env.backend.get(scope, catalog.id) is not None
+    for outside in (neighbour, foreign_catalog, foreign_user):
+        assert env.backend.get(scope, outside.id) is None
+    assert [d.id for d in env.backend.get_many(scope, [foreign_user.id, catalog.id, mine.id])] == [
+        catalog.id,
+        mine.id,
+    ]
+    found = legs(env, tenant, "u1", "tea")
+    assert set(lexical_ids(found)) == {mine.id, catalog.id}
+    assert set(dense_ids(found)) == {mine.id, catalog.id}
+    catalog_only = env.scope(tenant, None)
+    assert env.backend.get(catalog_only, mine.id) is None
+    assert env.backend.get(catalog_only, catalog.id) is not None
+
+
+def test_a_write_is_visible_to_the_very_next_read(env, tenant):
+    for n in range(5):
+        doc = make_doc(tenant, "u1", "semantic", f"favourite number is {n} zebra{n}")
+        env.backend.write([doc])
+        assert lexical_ids(legs(env, tenant, "u1", f"zebra{n}"))[:1] == [doc.id]
+
+
+def test_the_lexical_leg_finds_exact_tokens(env, tenant):
+    target = make_doc(
+        tenant, "u1", "episodic", "The hub shows ERR_ZB_0x1F after the update", embedding=vec(5)
+    )
+    noise = [
+        make_doc(tenant, "u1", "episodic", f"the hub was fine on day {n}", embedding=vec(0))
+        for n in range(10)
+    ]
+    env.backend.write([target, *noise])
+
+    found = legs(env, tenant, "u1", "why does it say ERR_ZB_0x1F", vector=vec(0))
+
+    assert lexical_ids(found)[0] == target.id
+
+
+def test_the_dense_leg_ranks_by_similarity(env, tenant):
+    near = make_doc(tenant, "u1", "semantic", "alpha", embedding=vec(1))
+    middle = make_doc(tenant, "u1", "semantic", "beta", embedding=vec(1, 2))
+    far = make_doc(tenant, "u1", "semantic", "gamma", embedding=vec(3))
+    env.backend.write([far, middle, near])
+
+    found = legs(env, tenant, "u1", "unrelated words", vector=vec(1))
+
+    assert dense_ids(found) == [near.id, middle.id, far.id]
+    assert [h.rank for h in found.dense] == [1, 2, 3]
+    assert found.dense[0].score > found.dense[1].score > found.dense[2].score
+
+
+def test_filters_types_catalog_superseded_and_time(env, tenant):
+    old = make_doc(tenant, "u1", "episodic", "paris trip", when=NOW - timedelta(days=400))
+    recent = make_doc(tenant, "u1", "episodic", "paris trip again", when=NOW - timedelta(days=10))
+    fact = make_doc(tenant, "u1", "semantic", "paris is home")
+    archived = make_doc(
+        tenant, "u1", "semantic", "paris was home", superseded_by="x", superseded_at=NOW
+    )
+    playbook = make_doc(tenant, "u1", "procedural", "book paris train")
+    catalog = make_doc(tenant, None, "catalog", "paris guide")
+    env.backend.write([old, recent, fact, archived, playbook, catalog])
+
+    def ids(**filters):
+        found = legs(env, tenant, "u1", "paris", **filters)
+        assert set(lexical_ids(found)) == set(dense_ids(found))
+        return set(lexical_ids(found))
+
+    assert ids() == {old.id, recent.id, fact.id, playbook.id, catalog.id}
+    assert ids(include_superseded=True) == {
+        old.id,
+        recent.id,
+        fact.id,
+        archived.id,
+        playbook.id,
+        catalog.id,
+    }
+    assert ids(memory_types=("semantic",), include_catalog=False) == {fact.id}
+    assert ids(
+        memory_types=("episodic",), include_catalog=False, since=NOW - timedelta(days=30)
+    ) == {recent.id}
+    assert ids(
+        memory_types=("episodic",), include_catalog=False, until=NOW - timedelta(days=30)
+    ) == {old.id}
+    assert ids(memory_types=(), include_catalog=True) == {catalog.id}
+
+
+def test_ranking_signals_are_applied_inside_each_leg(env, tenant):
+    same = vec(2)
+    fresh = make_doc(
+        tenant, "u1", "episodic", "walked the dog", embedding=same, when=NOW - timedelta(days=5)
+    )
+    stale = make_doc(
+        tenant, "u1", "episodic", "walked the dog", embedding=same, when=NOW - timedelta(days=1500)
+    )
+    used = make_doc(tenant, "u1", "semantic", "dog is called rex", embedding=same, use_count=50)
+    unused = make_doc(tenant, "u1", "semantic", "dog is called rex", embedding=same)
+    old_playbook = make_doc(
+        tenant,
+        "u1",
+        "procedural",
+        "dog walking routine",
+        embedding=same,
+        when=NOW - timedelta(days=3000),
+    )
+    env.backend.write([fresh, stale, used, unused, old_playbook])
+
+    found = legs(env, tenant, "u1", "walked the dog", vector=same)
+    for leg in (found.lexical, found.dense):
+        order = [h.doc.id for h in leg]
+        assert order.index(fresh.id) < order.index(stale.id)
+        scores = {h.doc.id: h.score for h in leg}
+        ratio = scores[stale.id] / scores[fresh.id]
+        expected = signal_multiplier(stale, Ranking(), NOW) / signal_multiplier(
+            fresh, Ranking(), NOW
+        )
+        assert ratio == pytest.approx(expected, rel=0.05)
+
+    rex = legs(env, tenant, "u1", "dog is called rex", vector=same, memory_types=("semantic",))
+    for leg in (rex.lexical, rex.dense):
+        assert leg[0].doc.id == used.id
+        assert leg[0].score / leg[1].score == pytest.approx(1 + 0.2 * 1.7075701760979363, rel=0.05)
+
+    playbook = legs(
+        env, tenant, "u1", "dog walking routine", vector=same, memory_types=("procedural",)
+    )
+    fresh_dense = {h.doc.id: h.score for h in found.dense}[fresh.id]
+    assert playbook.dense[0].score == pytest.approx(fresh_dense, rel=0.05)  # no decay at 3000 days
+
+
+def test_a_catalog_document_carries_its_prior(env, tenant):
+    same = vec(4)
+    mine = make_doc(tenant, "u1", "procedural", "router reboot steps", embedding=same)
+    shared = make_doc(tenant, None, "catalog", "router reboot steps", embedding=same)
+    env.backend.write([mine, shared])
+
+    found = legs(env, tenant, "u1", "router reboot steps", vector=same)
+
+    for leg in (found.lexical, found.dense):
+        assert [h.doc.id for h in leg] == [mine.id, shared.id]
+        assert leg[1].score / leg[0].score == pytest.approx(0.85, rel=0.05)
+
+
+def test_the_decay_can_be_switched_off(env, tenant):
+    same = vec(6)
+    fresh = make_doc(
+        tenant, "u1", "episodic", "ate ramen", embedding=same, when=NOW - timedelta(days=1)
+    )
+    stale = make_doc(
+        tenant, "u1", "episodic", "ate ramen", embedding=same, when=NOW - timedelta(days=2000)
+    )
+    env.backend.write([fresh, stale])
+
+    found = legs(env, tenant, "u1", "ate ramen", vector=same, ranking=Ranking(apply_decay=False))
+
+    scores = {h.doc.id: h.score for h in found.dense}
+    assert scores[fresh.id] == pytest.approx(scores[stale.id], rel=0.01)
+
+
+def test_update_is_atomic_under_concurrent_writers(env, tenant):
+    doc = make_doc(tenant, "u1", "semantic", "counter")
+    env.backend.write([doc])
+
+    def bump() -> None:
+        for _ in range(5):
+            env.backend.update(doc, lambda current: {"use_count": current.use_count + 1})
+
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert env.backend.get(env.scope(tenant, "u1"), doc.id).use_count == 20
+
+
+def test_update_changes_only_the_returned_fields(env, tenant):
+    doc = make_doc(tenant, "u1", "semantic", "lives in Bristol")
+    env.backend.write([doc])
+
+    result = env.backend.update(doc, lambda current: {"superseded_by": "new", "superseded_at": NOW})
+
+    stored = env.backend.get(env.scope(tenant, "u1"), doc.id)
+    assert stored.superseded_by == "new" and stored.text == "lives in Bristol"
+    assert result.to_source() == stored.to_source()
+    assert legs(env, tenant, "u1", "Bristol").lexical == []
+
+
+def test_delete_removes_the_document_everywhere(env, tenant):
+    doc = make_doc(tenant, "u1", "semantic", "secret plan kumquat")
+    env.backend.write([doc])
+
+    assert env.backend.delete(doc) is True
+    assert env.backend.delete(doc) is False
+    assert env.backend.get(env.scope(tenant, "u1"), doc.id) is None
+    found = legs(env, tenant, "u1", "kumquat")
+    assert found.lexical == [] and doc.id not in dense_ids(found)
+
+
+def test_scan_pages_in_a_stable_order(env, tenant):
+    docs = [
+        make_doc(tenant, "u1", "episodic", f"turn {n}", when=NOW - timedelta(minutes=100 - n))
+        for n in range(7)
+    ]
+    archived = make_doc(tenant, "u1", "semantic", "old", superseded_by="x")
+    env.backend.write([*docs, archived, make_doc(tenant, "u2", "episodic", "not mine")])
+    scope = env.scope(tenant, "u1")
+
+    seen: list[MemoryDoc] = []
+    after = None
+    while page := env.backend.scan(scope, memory_types=("episodic",), search_after=after, limit=3):
+        seen.extend(page)
+        after = (page[-1].created_at.isoformat(), page[-1].id)
+
+    assert [d.id for d in seen] == [d.id for d in docs]
+    assert env.backend.scan(scope, memory_types=("semantic",), include_superseded=False) == []
+    assert [d.id for d in env.backend.scan(scope, memory_types=("semantic",))] == [archived.id]
+
+
+def test_count_per_type(env, tenant):
+    env.backend.write(
+        [
+            make_doc(tenant, "u1", "episodic", "a"),
+            make_doc(tenant, "u1", "episodic", "b"),
+            make_doc(tenant, "u1", "procedural", "c"),
+            make_doc(tenant, None, "catalog", "d"),
+            make_doc(tenant, "u2", "semantic", "e"),
+        ]
+    )
+
+    counts = env.backend.count(env.scope(tenant, "u1"))
+
+    assert {k: v for k, v in counts.items() if v} == {"episodic": 2, "procedural": 1, "catalog": 1}
