@@ -178,3 +178,26 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
     },
 }
+
+# Memory engine. Backend: "embedded" (default without a cluster) or "elasticsearch".
+ATLAS_MEMORY_BACKEND = env.str("ATLAS_MEMORY_BACKEND", default="elasticsearch" if ATLAS_ES_URL else "embedded")
+ATLAS_EMBEDDED_PATH = env.str("ATLAS_EMBEDDED_PATH", default=str(VAR_DIR / "memory.sqlite3"))
+ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")  # local | openai | es-inference
+ATLAS_EMBEDDER_THREADS = env.int("ATLAS_EMBEDDER_THREADS", default=2)
+ATLAS_EMBEDDER_URL = env.str("ATLAS_EMBEDDER_URL", default="")
+ATLAS_EMBEDDER_API_KEY = env.str("ATLAS_EMBEDDER_API_KEY", default="")
+ATLAS_EMBEDDER_MODEL = env.str("ATLAS_EMBEDDER_MODEL", default="")
+ATLAS_EMBEDDER_DIMS = env.int("ATLAS_EMBEDDER_DIMS", default=384)
+ATLAS_EMBEDDER_TIMEOUT_S = env.float("ATLAS_EMBEDDER_TIMEOUT_S", default=10.0)
+# Reranker: "none" (no offline cross-encoder ships in any registry package yet), "http" (a
+# Cohere/Jina/TEI-compatible /rerank endpoint) or "es-inference" (an Elasticsearch rerank
+# endpoint). Past the budget, or on error, recall keeps the fused order (reranked: false).
+ATLAS_RERANKER = env.str("ATLAS_RERANKER", default="none")
+ATLAS_RERANKER_URL = env.str("ATLAS_RERANKER_URL", default="")
+ATLAS_RERANKER_API_KEY = env.str("ATLAS_RERANKER_API_KEY", default="")
+ATLAS_RERANKER_MODEL = env.str("ATLAS_RERANKER_MODEL", default="")
+ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
+ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
+ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
+ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
+ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)

@@ -87,6 +87,10 @@ def _es_cleanup(es_index_prefix: str) -> Iterator[None]:
     )
     with contextlib.suppress(Exception):  # best-effort cleanup of a throwaway prefix
         client.indices.delete(index=f"{es_index_prefix}-*", allow_no_indices=True)
+    with contextlib.suppress(Exception):
+        client.indices.delete_index_template(name=f"{es_index_prefix}-*")
+    with contextlib.suppress(Exception):
+        client.cluster.delete_component_template(name=f"{es_index_prefix}-*")
 
 
 @pytest.fixture

@@ -106,7 +106,9 @@ def signal_multiplier(doc: MemoryDoc, ranking: Ranking, now: datetime) -> float:
         return 1.0
     factor = 1.0
     if ranking.apply_decay:
-        anchor = doc.timestamp if doc.memory_type == "episodic" else (doc.last_used_at or doc.created_at)
+        anchor = (
+            doc.timestamp if doc.memory_type == "episodic" else (doc.last_used_at or doc.created_at)
+        )
         factor *= gauss_decay((now - anchor).total_seconds() / 86400.0, ranking)
     if doc.memory_type == "semantic":
         factor *= 1.0 + math.log10(1.0 + doc.use_count) * ranking.use_count_weight

@@ -82,6 +82,7 @@ class MemoryDoc:
     def from_source(cls, source: dict[str, Any]) -> MemoryDoc:
         known = {f.name for f in dataclasses.fields(cls)}
         data = {k: v for k, v in source.items() if k in known}
+        data.setdefault("user_id", None)  # catalog documents are stored without one
         for name in DATE_FIELDS:
             if isinstance(data.get(name), str):
                 data[name] = datetime.fromisoformat(data[name])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -68,7 +69,11 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendEnv]:
         backend.ensure_ready()
         yield BackendEnv(backend=backend, isolation="filter")
         return
-    config = request.getfixturevalue("es_session_config")
+    # Own indices: the contract runs with tiny vectors, the services with the real model's.
+    config = dataclasses.replace(
+        request.getfixturevalue("es_session_config"),
+        index_prefix=request.getfixturevalue("es_index_prefix") + "-contract",
+    )
     from memory.engine.elasticsearch import ElasticsearchBackend
 
     backend = ElasticsearchBackend(config=config, dims=DIMS)

@@ -1,0 +1,422 @@
+"""The Elasticsearch backend: one index per memory type, shared by tenants, routed by user.
+
+Uses only core features (BM25, dense_vector + ``knn`` query, ``function_score``, ``_msearch``,
+optimistic concurrency) so it runs on the integ-test distribution and on any licence. Mappings
+and settings live in ``deploy/elasticsearch/templates``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
+
+from atlas_platform.cluster import Cluster, ClusterConfig
+from memory.engine.base import Conflict, EngineError, MemoryBackend
+from memory.engine.types import (
+    MEMORY_TYPES,
+    LegHit,
+    LegQuery,
+    LegResults,
+    MemoryDoc,
+    MemoryType,
+    Ranking,
+    ReadScope,
+    RecallFilter,
+)
+
+Json = dict[str, Any]
+T = TypeVar("T")
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "elasticsearch" / "templates"
+INDEX_KINDS = (*MEMORY_TYPES, "archive")
+LEXICAL_FIELDS = ["text", "text.exact", "name^0.5", "description^0.3", "trigger^0.5"]
+UPDATE_RETRIES = 20
+MS_PER_DAY = 86_400_000
+MAX_KNN_CANDIDATES = 10_000
+
+# "true" refreshes the written shard at once, so the very next recall sees the write without
+# waiting for the periodic refresh (``wait_for`` would add up to a second per write).
+_REFRESH = "true"
+
+
+class ElasticsearchBackend(MemoryBackend):
+    name = "elasticsearch"
+
+    def __init__(self, *, config: ClusterConfig, dims: int) -> None:
+        self.config = config
+        self.dims = dims
+        self._writer = Cluster(config).client
+
+    # --- setup ---------------------------------------------------------------------------------
+    def ensure_ready(self) -> None:
+        prefix = self.config.index_prefix
+        component = _load_template("memory-component.json", prefix, self.dims)
+        template = _load_template("memory-index.json", prefix, self.dims)
+        w = self._writer
+        _call(
+            "put the component template",
+            lambda: w.cluster.put_component_template(name=f"{prefix}-memory", body=component),
+        )
+        _call(
+            "put the index template",
+            lambda: w.indices.put_index_template(name=f"{prefix}-memory", body=template),
+        )
+        for kind in INDEX_KINDS:
+            try:
+                w.indices.create(index=self._index(kind))
+            except ApiError as exc:
+                # Another process may have won the race; that is the outcome we wanted.
+                if exc.error != "resource_already_exists_exception":
+                    raise EngineError(f"Elasticsearch could not create an index: {exc}") from exc
+            except TransportError as exc:
+                raise EngineError(f"Elasticsearch could not create an index: {exc}") from exc
+
+    # --- writes (always the writer credential) -------------------------------------------------
+    def write(self, docs: list[MemoryDoc]) -> None:
+        if not docs:
+            return
+        operations: list[Json] = []
+        for doc in docs:
+            meta = {"_index": self._index(doc.memory_type), "_id": doc.id, "routing": _routing(doc)}
+            operations += [{"index": meta}, doc.to_source()]
+        response = _call(
+            "write documents",
+            lambda: self._writer.bulk(operations=operations, refresh=_REFRESH),
+        )
+        if response.get("errors"):
+            failures = [
+                f"{item['index'].get('_id')}: {item['index']['error']}"
+                for item in response["items"]
+                if "error" in item.get("index", {})
+            ]
+            raise EngineError(f"Elasticsearch refused {len(failures)} document(s): {failures}")
+
+    def update(self, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]) -> MemoryDoc:
+        index, routing = self._index(doc.memory_type), _routing(doc)
+        for attempt in range(UPDATE_RETRIES):
+            current, seq_no, primary_term = self._get_versioned(index, doc.id, routing)
+            changes = mutate(current)
+            if not changes:
+                return current
+            updated = dataclasses.replace(current, **changes)
+            try:
+                self._writer.index(
+                    index=index,
+                    id=doc.id,
+                    routing=routing,
+                    document=updated.to_source(),
+                    if_seq_no=seq_no,
+                    if_primary_term=primary_term,
+                    refresh=_REFRESH,
+                )
+            except ConflictError:
+                # Jitter so that writers who lost together do not collide again.
+                time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # noqa: S311
+                continue
+            except (ApiError, TransportError) as exc:
+                raise EngineError(f"Elasticsearch could not update {doc.id}: {exc}") from exc
+            return updated
+        raise Conflict(f"{doc.id} kept changing under {UPDATE_RETRIES} attempts to update it")
+
+    def delete(self, doc: MemoryDoc) -> bool:
+        try:
+            self._writer.delete(
+                index=self._index(doc.memory_type),
+                id=doc.id,
+                routing=_routing(doc),
+                refresh=_REFRESH,
+            )
+        except NotFoundError as exc:
+            if _error_body(exc).get("result") == "not_found":
+                return False
+            raise EngineError(f"Elasticsearch could not delete {doc.id}: {exc}") from exc
+        except (ApiError, TransportError) as exc:
+            raise EngineError(f"Elasticsearch could not delete {doc.id}: {exc}") from exc
+        return True
+
+    # --- reads (scope filters always; the user's key under dls) --------------------------------
+    def get(self, scope: ReadScope, memory_id: str) -> MemoryDoc | None:
+        found = self.get_many(scope, [memory_id])
+        return found[0] if found else None
+
+    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+        if not memory_ids:
+            return []
+        body = {
+            "size": len(set(memory_ids)),
+            "query": {"bool": {"filter": [{"ids": {"values": memory_ids}}, *_scope_filter(scope)]}},
+        }
+        hits = self._search(scope, MEMORY_TYPES, body)["hits"]["hits"]
+        by_id = {doc.id: doc for doc in (_doc(h["_source"]) for h in hits)}
+        return [by_id[i] for i in memory_ids if i in by_id]
+
+    def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
+        types = _recall_types(scope, query.filter)
+        header: Json = {"index": self._indices(types), "routing": _scope_routing(scope)}
+        filters = _filters(scope, types, query.filter)
+        legs: list[tuple[str, Json, Json]] = []
+        if types and query.lexical and query.text.strip():
+            # DFS shares term statistics across the per-type indices, so BM25 scores from
+            # different indices are comparable (the catalog prior is a ratio of them).
+            dfs = {**header, "search_type": "dfs_query_then_fetch"}
+            legs.append(("lexical", dfs, _lexical_body(query, filters)))
+        if types and query.dense and query.vector is not None:
+            legs.append(("dense", header, _dense_body(query, query.vector, filters)))
+        results = LegResults()
+        if not legs:
+            return results
+        searches = [part for _, head, body in legs for part in (head, body)]
+        client = self._reader(scope)
+        started = time.perf_counter()
+        response = _call("recall", lambda: client.msearch(searches=searches))
+        results.took_ms = (time.perf_counter() - started) * 1000.0
+        for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
+            if "error" in answer:
+                raise EngineError(f"Elasticsearch failed the {leg} leg: {answer['error']}")
+            hits = [
+                LegHit(doc=_doc(h["_source"]), score=float(h["_score"]), rank=n)
+                for n, h in enumerate(answer["hits"]["hits"], start=1)
+            ]
+            setattr(results, leg, hits)
+        return results
+
+    def scan(
+        self,
+        scope: ReadScope,
+        *,
+        memory_types: tuple[MemoryType, ...],
+        include_superseded: bool = True,
+        search_after: tuple[str, str] | None = None,
+        limit: int = 500,
+    ) -> list[MemoryDoc]:
+        types = tuple(dict.fromkeys(memory_types))
+        if not types or limit <= 0:
+            return []
+        flt = RecallFilter(include_superseded=include_superseded)
+        body: Json = {
+            "size": limit,
+            "track_total_hits": False,
+            "query": {"bool": {"filter": _filters(scope, types, flt)}},
+            # created_at.nanos keeps the microseconds the key carries (date is milliseconds).
+            "sort": [
+                {"created_at.nanos": {"order": "asc", "format": "strict_date_optional_time_nanos"}},
+                {"id": "asc"},
+            ],
+        }
+        if search_after is not None:
+            body["search_after"] = list(search_after)
+        return [_doc(h["_source"]) for h in self._search(scope, types, body)["hits"]["hits"]]
+
+    def count(self, scope: ReadScope) -> dict[str, int]:
+        body: Json = {
+            "size": 0,
+            "query": {"bool": {"filter": _scope_filter(scope)}},
+            "aggs": {"types": {"terms": {"field": "memory_type", "size": len(MEMORY_TYPES)}}},
+        }
+        buckets = self._search(scope, MEMORY_TYPES, body)["aggregations"]["types"]["buckets"]
+        counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
+        counts.update({b["key"]: int(b["doc_count"]) for b in buckets})
+        return counts
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _index(self, kind: str) -> str:
+        return f"{self.config.index_prefix}-{kind}"
+
+    def _indices(self, types: Iterable[str]) -> list[str]:
+        return [self._index(t) for t in types]
+
+    def _reader(self, scope: ReadScope) -> Elasticsearch:
+        if scope.isolation != "dls":
+            return self._writer
+        if scope.credentials is None:
+            raise EngineError("A dls read scope needs the user's API key credentials.")
+        # options() shares the writer's connection pool; only the auth header differs.
+        return self._writer.options(api_key=(scope.credentials.id, scope.credentials.secret))
+
+    def _search(self, scope: ReadScope, types: Iterable[str], body: Json) -> Json:
+        client = self._reader(scope)
+        index, routing = self._indices(types), _scope_routing(scope)
+        response = _call("search", lambda: client.search(index=index, routing=routing, **body))
+        result: Json = response.body
+        return result
+
+    def _get_versioned(
+        self, index: str, memory_id: str, routing: str
+    ) -> tuple[MemoryDoc, int, int]:
+        try:
+            got = self._writer.get(index=index, id=memory_id, routing=routing)
+        except NotFoundError as exc:
+            raise EngineError(f"Memory {memory_id} is gone.") from exc
+        except (ApiError, TransportError) as exc:
+            raise EngineError(f"Elasticsearch could not read {memory_id}: {exc}") from exc
+        return _doc(got["_source"]), got["_seq_no"], got["_primary_term"]
+
+
+# --- query building ----------------------------------------------------------------------------
+def _routing(doc: MemoryDoc) -> str:
+    return doc.user_id if doc.user_id is not None else f"tenant:{doc.tenant_id}"
+
+
+def _scope_routing(scope: ReadScope) -> str:
+    """Only the shards that can hold the scope's documents: the user's and the catalog's."""
+    catalog = f"tenant:{scope.tenant_id}"
+    return catalog if scope.user_id is None else f"{scope.user_id},{catalog}"
+
+
+def _scope_filter(scope: ReadScope) -> list[Json]:
+    no_user: Json = {"bool": {"must_not": [{"exists": {"field": "user_id"}}]}}
+    if scope.user_id is None:
+        return [{"term": {"tenant_id": scope.tenant_id}}, no_user]
+    mine = {"term": {"user_id": scope.user_id}}
+    owner = {"bool": {"should": [mine, no_user], "minimum_should_match": 1}}
+    return [{"term": {"tenant_id": scope.tenant_id}}, owner]
+
+
+def _recall_types(scope: ReadScope, flt: RecallFilter) -> tuple[MemoryType, ...]:
+    """Personal types from the filter (none for a catalog-only scope), then the catalog."""
+    personal = () if scope.user_id is None else tuple(t for t in flt.memory_types if t != "catalog")
+    catalog: tuple[MemoryType, ...] = ("catalog",) if flt.include_catalog else ()
+    return tuple(dict.fromkeys(personal + catalog))
+
+
+def _filters(scope: ReadScope, types: tuple[MemoryType, ...], flt: RecallFilter) -> list[Json]:
+    filters = [*_scope_filter(scope), {"terms": {"memory_type": list(types)}}]
+    if not flt.include_superseded:
+        filters.append({"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}})
+    window = {
+        op: moment.isoformat()
+        for op, moment in (("gte", flt.since), ("lte", flt.until))
+        if moment is not None
+    }
+    if window:
+        filters.append({"range": {"timestamp": window}})
+    return filters
+
+
+def _signals(query: Json, ranking: Ranking, now: datetime) -> Json:
+    """Wrap a leg's query so its score is multiplied by ``base.signal_multiplier``."""
+    semantic: Json = {"term": {"memory_type": "semantic"}}
+    # Inner: 1 + w * log10(1 + use_count) for semantic documents ("sum" of the two functions).
+    use_boost: list[Json] = [{"filter": semantic, "weight": 1}]
+    if ranking.use_count_weight:
+        use_boost.append(
+            {
+                "filter": semantic,
+                "field_value_factor": {"field": "use_count", "modifier": "log1p", "missing": 0},
+                "weight": ranking.use_count_weight,
+            }
+        )
+    boosted = {
+        "function_score": {
+            "query": query,
+            "functions": use_boost,
+            "score_mode": "sum",
+            "boost_mode": "multiply",
+        }
+    }
+    functions: list[Json] = [
+        {"filter": {"term": {"memory_type": "catalog"}}, "weight": ranking.catalog_prior}
+    ]
+    if ranking.apply_decay:
+        used = {"exists": {"field": "last_used_at"}}
+        functions += [
+            _decay("timestamp", {"term": {"memory_type": "episodic"}}, ranking, now),
+            _decay("last_used_at", {"bool": {"filter": [semantic, used]}}, ranking, now),
+            # Never used: the semantic fact ages from its creation.
+            _decay(
+                "created_at",
+                {"bool": {"filter": [semantic], "must_not": [used]}},
+                ranking,
+                now,
+            ),
+        ]
+    return {
+        "function_score": {
+            "query": boosted,
+            "functions": functions,
+            "score_mode": "multiply",
+            "boost_mode": "multiply",
+        }
+    }
+
+
+def _decay(field: str, only: Json, ranking: Ranking, now: datetime) -> Json:
+    # Milliseconds, because the ranking's day counts may be fractional.
+    offset = round(ranking.decay_offset_days * MS_PER_DAY)
+    scale = round(ranking.decay_scale_days * MS_PER_DAY)
+    params = {
+        "origin": now.isoformat(),
+        "offset": f"{offset}ms",
+        "scale": f"{scale}ms",
+        "decay": ranking.decay,
+    }
+    return {"filter": only, "gauss": {field: params}}
+
+
+def _lexical_body(query: LegQuery, filters: list[Json]) -> Json:
+    match = {"multi_match": {"query": query.text, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
+    scored = _signals({"bool": {"must": [match], "filter": filters}}, query.ranking, query.now)
+    return {"size": query.size, "track_total_hits": False, "query": scored}
+
+
+def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Json:
+    # k above size: the signals re-order the nearest neighbours, so keep a wider pool to pick
+    # the top ``size`` from. The filter inside knn makes it a pre-filter (exact k in scope).
+    k = min(MAX_KNN_CANDIDATES, max(100, 2 * query.size))
+    knn = {
+        "knn": {
+            "field": "embedding",
+            "query_vector": vector,
+            "k": k,
+            "num_candidates": k,
+            "filter": filters,
+        }
+    }
+    return {
+        "size": query.size,
+        "track_total_hits": False,
+        "query": _signals(knn, query.ranking, query.now),
+    }
+
+
+# --- plumbing ----------------------------------------------------------------------------------
+def _load_template(filename: str, prefix: str, dims: int) -> Json:
+    filled: Json = _substitute(json.loads((TEMPLATES_DIR / filename).read_text()), prefix, dims)
+    return filled
+
+
+def _substitute(value: Any, prefix: str, dims: int) -> Any:
+    """Fill the placeholders; ``"__DIMS__"`` becomes a number so the files stay valid JSON."""
+    if isinstance(value, dict):
+        return {k: _substitute(v, prefix, dims) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, prefix, dims) for v in value]
+    if value == "__DIMS__":
+        return dims
+    if isinstance(value, str):
+        return value.replace("__PREFIX__", prefix)
+    return value
+
+
+def _doc(source: Json) -> MemoryDoc:
+    # to_source drops None fields, but from_source needs user_id (None for the catalog).
+    return MemoryDoc.from_source({"user_id": None, **source})
+
+
+def _error_body(exc: ApiError) -> Json:
+    return exc.body if isinstance(exc.body, dict) else {}
+
+
+def _call(what: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (ApiError, TransportError) as exc:
+        raise EngineError(f"Elasticsearch could not {what}: {exc}") from exc

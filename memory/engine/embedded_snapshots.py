@@ -1,0 +1,198 @@
+"""The embedded backend's in-memory side: per-owner numpy snapshots of what both recall legs
+filter and rank on, and the ranking signals vectorised over them.
+
+An owner is one (tenant, user) pair, or a tenant's catalog. A snapshot is immutable (threads
+share it); a newer one replaces it whole, built from the rows written since.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.engine.types import LegQuery, MemoryDoc, MemoryType, Ranking, RecallFilter
+
+Vector = npt.NDArray[np.float32]
+Mask = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.float64]
+
+
+class Candidate(NamedTuple):
+    score: float  # raw * the vectorised multiplier: only to choose and order candidates
+    raw: float
+    seq: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One owner's rows at ``rev`` (``purged`` counts its deletes), sorted by seq."""
+
+    rev: int
+    purged: int
+    seqs: npt.NDArray[np.int64]
+    kinds: npt.NDArray[np.str_]
+    superseded: Mask
+    timestamps: npt.NDArray[np.str_]  # sortable() text
+    decay_at: Scores  # epoch seconds the time decay reads (NaN: exempt)
+    use_count: Scores
+    units: Vector  # unit vectors, zeros where has_unit is False
+    has_unit: Mask
+
+    COLUMNS = (
+        "seqs", "kinds", "superseded", "timestamps", "decay_at", "use_count", "units", "has_unit"
+    )  # fmt: skip
+
+    @classmethod
+    def from_rows(cls, rows: list[Any], *, rev: int, purged: int, dims: int) -> Snapshot:
+        """From ``(seq, memory_type, superseded, timestamp, decay_at, use_count, unit)`` rows
+        in seq order, ``unit`` a float32 blob or None."""
+        empty: list[tuple[Any, ...]] = [()] * 7
+        seqs, kinds, superseded, stamps, decay_at, uses, units = (
+            zip(*rows, strict=True) if rows else empty
+        )
+        has_unit = np.array([unit is not None for unit in units], dtype=np.bool_)
+        matrix = np.zeros((len(rows), dims), dtype=np.float32)
+        if has_unit.any():
+            packed = b"".join(unit for unit in units if unit is not None)
+            matrix[has_unit] = np.frombuffer(packed, dtype=np.float32).reshape(-1, dims)
+        return cls(
+            rev=rev,
+            purged=purged,
+            seqs=np.array(seqs, dtype=np.int64),
+            kinds=np.array(kinds, dtype=np.str_),
+            superseded=np.array(superseded, dtype=np.bool_),
+            timestamps=np.array(stamps, dtype=np.str_),
+            decay_at=np.array(decay_at, dtype=np.float64),
+            use_count=np.array(uses, dtype=np.float64),
+            units=matrix,
+            has_unit=has_unit,
+        )
+
+    def merged(self, fresh: Snapshot) -> Snapshot:
+        """This snapshot with ``fresh``'s rows replacing or joining its own, as a copy."""
+        pos = self.positions(fresh.seqs)
+        known = pos >= 0
+        columns: dict[str, Any] = {}
+        for name in self.COLUMNS:
+            mine, theirs = getattr(self, name), getattr(fresh, name)
+            columns[name] = np.concatenate([mine, theirs[~known]])
+            columns[name][pos[known]] = theirs[known]
+        if np.any(np.diff(columns["seqs"]) < 0):  # a row moved here from another owner
+            order = np.argsort(columns["seqs"])
+            columns = {name: column[order] for name, column in columns.items()}
+        return Snapshot(rev=fresh.rev, purged=fresh.purged, **columns)
+
+    def positions(self, seqs: npt.NDArray[np.int64]) -> Rows:
+        """Where each of ``seqs`` sits in this snapshot, -1 where it is not here."""
+        if not len(self.seqs):
+            return np.full(len(seqs), -1, dtype=np.intp)
+        pos = np.minimum(np.searchsorted(self.seqs, seqs), len(self.seqs) - 1)
+        return np.where(self.seqs[pos] == seqs, pos, -1)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, name).nbytes for name in self.COLUMNS)
+
+
+class SnapshotCache:
+    """The newest snapshot per owner, least recently used dropped first past ``max_bytes``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, owner: str) -> Snapshot | None:
+        with self._lock:
+            return self._snapshots.get(owner)
+
+    def put(self, owner: str, snapshot: Snapshot) -> None:
+        with self._lock:
+            cached = self._snapshots.get(owner)
+            if cached is None or cached.rev <= snapshot.rev:  # an older reader may come last
+                self._snapshots[owner] = snapshot
+            self._snapshots.move_to_end(owner)
+            while len(self._snapshots) > 1 and self._total_bytes() > self._max_bytes:
+                self._snapshots.popitem(last=False)
+
+    def _total_bytes(self) -> int:
+        return sum(snapshot.nbytes for snapshot in self._snapshots.values())
+
+
+def sortable(moment: datetime) -> str:
+    """Fixed-width UTC ISO 8601 (naive means UTC), so text order is time order."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def recall_mask(snapshot: Snapshot, kinds: tuple[MemoryType, ...], wanted: RecallFilter) -> Mask:
+    mask = np.isin(snapshot.kinds, kinds)
+    if not wanted.include_superseded:
+        mask &= ~snapshot.superseded
+    if wanted.since is not None:
+        mask &= snapshot.timestamps >= sortable(wanted.since)
+    if wanted.until is not None:
+        mask &= snapshot.timestamps <= sortable(wanted.until)
+    return mask
+
+
+def lexical_candidates(
+    snapshot: Snapshot, mask: Mask, seqs: npt.NDArray[np.int64], bm25: Scores, query: LegQuery
+) -> list[Candidate]:
+    """The best of the full-text matches ``seqs`` (scored ``bm25``) that are in ``mask``."""
+    pos = snapshot.positions(seqs)
+    keep = pos >= 0
+    keep[keep] = mask[pos[keep]]
+    return best_candidates(snapshot, pos[keep], bm25[keep], query)
+
+
+def dense_candidates(
+    snapshot: Snapshot, mask: Mask, vector: Vector, query: LegQuery
+) -> list[Candidate]:
+    rows = np.flatnonzero(mask & snapshot.has_unit)
+    if not rows.size:
+        return []
+    cosine = (snapshot.units @ vector)[rows].astype(np.float64)
+    return best_candidates(snapshot, rows, (1.0 + cosine) / 2.0, query)  # as Elasticsearch
+
+
+def best_candidates(
+    snapshot: Snapshot, rows: Rows, raw: Scores, query: LegQuery
+) -> list[Candidate]:
+    scores = raw * multipliers(snapshot, rows, query.ranking, query.now)
+    best = np.argsort(-scores, kind="stable")[: query.size]
+    return [Candidate(float(scores[i]), float(raw[i]), int(snapshot.seqs[rows[i]])) for i in best]
+
+
+# These two mirror base.signal_multiplier, so thousands of candidates are ranked without a
+# MemoryDoc each; the backend rescores the hits it returns with signal_multiplier itself.
+def decay_anchor(doc: MemoryDoc) -> float | None:
+    if doc.memory_type == "episodic":
+        return doc.timestamp.timestamp()
+    if doc.memory_type == "semantic":
+        return (doc.last_used_at or doc.created_at).timestamp()
+    return None
+
+
+def multipliers(snapshot: Snapshot, rows: Rows, ranking: Ranking, now: datetime) -> Scores:
+    kinds = snapshot.kinds[rows]
+    factor = np.ones(len(rows), dtype=np.float64)
+    decaying = (kinds == "episodic") | (kinds == "semantic")
+    if ranking.apply_decay and decaying.any():
+        age_days = np.abs(now.timestamp() - snapshot.decay_at[rows][decaying]) / 86400.0
+        distance = np.maximum(0.0, age_days - ranking.decay_offset_days)
+        sigma_sq = -(ranking.decay_scale_days**2) / (2.0 * math.log(ranking.decay))
+        factor[decaying] = np.exp(-(distance**2) / (2.0 * sigma_sq))
+    semantic = kinds == "semantic"
+    uses = snapshot.use_count[rows][semantic]
+    factor[semantic] *= 1.0 + np.log10(1.0 + uses) * ranking.use_count_weight
+    factor[kinds == "catalog"] = ranking.catalog_prior
+    return factor

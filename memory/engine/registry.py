@@ -1,0 +1,50 @@
+"""Which backend serves this process, built once per configuration."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from atlas_platform.cluster import ClusterConfig
+from memory.engine.base import MemoryBackend
+
+_lock = threading.Lock()
+_backends: dict[tuple[object, ...], MemoryBackend] = {}
+
+
+def get_backend(*, dims: int) -> MemoryBackend:
+    """The configured backend (``ATLAS_MEMORY_BACKEND``), ready to use."""
+    kind = settings.ATLAS_MEMORY_BACKEND
+    if kind == "embedded":
+        key: tuple[object, ...] = (kind, settings.ATLAS_EMBEDDED_PATH, dims)
+    elif kind == "elasticsearch":
+        config = ClusterConfig.from_settings()
+        if config is None:
+            raise ImproperlyConfigured("ATLAS_MEMORY_BACKEND=elasticsearch needs ATLAS_ES_URL.")
+        key = (kind, config, dims)
+    else:
+        raise ImproperlyConfigured("ATLAS_MEMORY_BACKEND must be 'embedded' or 'elasticsearch'.")
+    with _lock:
+        backend = _backends.get(key)
+        if backend is None:
+            backend = _build(kind, dims)
+            backend.ensure_ready()
+            _backends[key] = backend
+    return backend
+
+
+def _build(kind: str, dims: int) -> MemoryBackend:
+    if kind == "embedded":
+        from memory.engine.embedded import EmbeddedBackend
+
+        path = Path(settings.ATLAS_EMBEDDED_PATH)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return EmbeddedBackend(path=path, dims=dims)
+    from memory.engine.elasticsearch import ElasticsearchBackend
+
+    config = ClusterConfig.from_settings()
+    assert config is not None  # noqa: S101 - checked by get_backend
+    return ElasticsearchBackend(config=config, dims=dims)

@@ -1,0 +1,32 @@
+"""Reciprocal rank fusion of the recall legs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memory.engine.types import LegHit, MemoryDoc
+
+RRF_RANK_CONSTANT = 30
+
+
+@dataclass
+class Fused:
+    doc: MemoryDoc
+    score: float
+    leg_ranks: dict[str, int] = field(default_factory=dict)
+    leg_scores: dict[str, float] = field(default_factory=dict)
+
+
+def rrf(legs: dict[str, list[LegHit]], *, rank_constant: int = RRF_RANK_CONSTANT) -> list[Fused]:
+    """Sum of ``1 / (rank_constant + rank)`` over the legs a document appears in, best first.
+
+    Ties break on the best single-leg rank, then on id, so the order is deterministic.
+    """
+    fused: dict[str, Fused] = {}
+    for leg, hits in legs.items():
+        for hit in hits:
+            entry = fused.setdefault(hit.doc.id, Fused(doc=hit.doc, score=0.0))
+            entry.score += 1.0 / (rank_constant + hit.rank)
+            entry.leg_ranks[leg] = hit.rank
+            entry.leg_scores[leg] = hit.score
+    return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.doc.id))

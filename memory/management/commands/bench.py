@@ -1,0 +1,224 @@
+"""``manage.py bench``: write and recall latency and throughput per backend and size.
+
+    python manage.py bench --backend embedded --memories 1000,10000 --json var/bench.json
+
+For each size: loads a synthetic user with that many memories (bulk, embeddings included),
+then times ``--writes`` single writes through ``memory_write`` (embedding included) and
+``--recalls`` recalls through ``memory_recall`` (with and without the reranker when one is
+configured). Prints a table and writes JSON. Figures, not assertions: machines are noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+SUBJECTS = [
+    "Sarah",
+    "the router",
+    "my daughter",
+    "the thermostat",
+    "our landlord",
+    "the car",
+    "Grandma",
+    "the team",
+]
+VERBS = ["prefers", "broke", "needs", "booked", "moved", "fixed", "asked about", "forgot"]
+OBJECTS = [
+    "oat milk",
+    "the blue pot",
+    "a dentist visit",
+    "the Lumio Hub",
+    "postgres upgrade",
+    "train tickets",
+    "the garden hose",
+    "a birthday cake",
+    "the VPN",
+    "piano lessons",
+    "winter tyres",
+    "the bank card",
+]
+PLACES = ["Bristol", "Edinburgh", "the office", "home", "the gym", "Lisbon", "the cabin", "school"]
+
+
+def synthetic_text(rng: random.Random) -> str:
+    return (
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} "
+        f"on day {rng.randint(1, 365)} (ref {rng.getrandbits(24):06x})"
+    )
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+
+    def pct(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))], 2)
+
+    return {
+        "p50": pct(50),
+        "p95": pct(95),
+        "p99": pct(99),
+        "mean": round(statistics.fmean(ordered), 2),
+        "n": len(ordered),
+    }
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+class Command(BaseCommand):
+    help = "Benchmark memory writes and recalls per backend and size; prints figures and JSON."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--backend", choices=["embedded", "es"], default=None)
+        parser.add_argument("--memories", default="1000,10000", help="comma-separated sizes")
+        parser.add_argument("--writes", type=int, default=100)
+        parser.add_argument("--recalls", type=int, default=200)
+        parser.add_argument("--json", dest="json_path", default="")
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["backend"]:
+            settings.ATLAS_MEMORY_BACKEND = (
+                "elasticsearch" if options["backend"] == "es" else "embedded"
+            )
+        if settings.ATLAS_MEMORY_BACKEND == "elasticsearch" and not settings.ATLAS_ES_URL:
+            raise CommandError(
+                "--backend es needs ATLAS_ES_URL (run `make services` and source .services/env)."
+            )
+        sizes = [int(s) for s in options["memories"].split(",") if s.strip()]
+        rng = random.Random(options["seed"])  # noqa: S311 - synthetic data, not secrets
+        report: dict[str, Any] = {
+            "backend": settings.ATLAS_MEMORY_BACKEND,
+            "reranker": settings.ATLAS_RERANKER,
+            "runs": [],
+        }
+        for size in sizes:
+            run = self._run_size(size, rng, options)
+            report["runs"].append(run)
+            self._print(run)
+        report["rss_mb"] = rss_mb()
+        self.stdout.write(f"process RSS after all runs: {report['rss_mb']} MB")
+        if options["json_path"]:
+            Path(options["json_path"]).write_text(json.dumps(report, indent=2))
+            self.stdout.write(f"wrote {options['json_path']}")
+
+    def _run_size(self, size: int, rng: random.Random, options: dict[str, Any]) -> dict[str, Any]:
+        from memory.services.common import backend, embedder
+        from memory.services.recall import memory_recall
+        from memory.services.writes import memory_write
+
+        user = self._bench_user()
+        store, model = backend(), embedder()
+        started = time.perf_counter()
+        self._bulk_load(user, size - options["writes"], rng, store, model)
+        load_s = time.perf_counter() - started
+        writes = []
+        for _ in range(options["writes"]):
+            mark = time.perf_counter()
+            memory_write(
+                user=user,
+                text=synthetic_text(rng),
+                memory_type=rng.choice(["semantic", "procedural"]),
+            )
+            writes.append((time.perf_counter() - mark) * 1000)
+        queries = [
+            f"what did {rng.choice(SUBJECTS)} do with {rng.choice(OBJECTS)}?"
+            for _ in range(options["recalls"])
+        ]
+        plain, with_rerank = [], []
+        mark_all = time.perf_counter()
+        for query in queries:
+            mark = time.perf_counter()
+            memory_recall(user=user, query=query, k=10, use_reranker=False)
+            plain.append((time.perf_counter() - mark) * 1000)
+        per_second = len(queries) / (time.perf_counter() - mark_all)
+        if settings.ATLAS_RERANKER != "none":
+            for query in queries:
+                mark = time.perf_counter()
+                memory_recall(user=user, query=query, k=10)
+                with_rerank.append((time.perf_counter() - mark) * 1000)
+        return {
+            "memories": size,
+            "bulk_load_s": round(load_s, 1),
+            "write_ms": percentiles(writes),
+            "recall_ms_no_rerank": percentiles(plain),
+            "recall_ms_rerank": percentiles(with_rerank) if with_rerank else None,
+            "recalls_per_second": round(per_second, 1),
+            "rss_mb": rss_mb(),
+        }
+
+    def _bench_user(self) -> Any:
+        from atlas_platform.cluster import get_cluster
+        from tenants.models import Tenant, User
+        from tenants.services.scoped_keys import scoped_key_provision
+
+        suffix = secrets.token_hex(3)
+        dls = (
+            settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
+            and (get_cluster() is not None)
+            and get_cluster().dls_available()
+        )  # type: ignore[union-attr]
+        tenant = Tenant.objects.create(
+            slug=f"bench-{suffix}",
+            name=f"Bench {suffix}",
+            isolation_mode=Tenant.IsolationMode.DLS if dls else Tenant.IsolationMode.FILTER,
+        )
+        user = User.objects.create(tenant=tenant, external_id="bench-user")
+        if dls:
+            scoped_key_provision(user=user)
+        return user
+
+    def _bulk_load(self, user: Any, count: int, rng: random.Random, store: Any, model: Any) -> None:
+        from datetime import UTC, datetime, timedelta
+
+        from memory.engine.types import MemoryDoc
+        from memory.services.common import new_id
+
+        now = datetime.now(UTC)
+        types = ["episodic", "episodic", "semantic", "procedural"]
+        for start in range(0, max(0, count), 500):
+            batch_texts = [synthetic_text(rng) for _ in range(min(500, count - start))]
+            vectors = model.embed(batch_texts)
+            docs = []
+            for text, vector in zip(batch_texts, vectors, strict=True):
+                when = now - timedelta(days=rng.randint(0, 900))
+                kind = rng.choice(types)
+                docs.append(
+                    MemoryDoc(
+                        id=new_id(),
+                        tenant_id=str(user.tenant_id),
+                        user_id=str(user.pk),
+                        memory_type=kind,  # type: ignore[arg-type]
+                        text=text,
+                        created_at=when,
+                        timestamp=when,
+                        embedding=[float(x) for x in vector],
+                        last_used_at=when if kind == "semantic" else None,
+                    )
+                )
+            store.write(docs)
+
+    def _print(self, run: dict[str, Any]) -> None:
+        w, r = run["write_ms"], run["recall_ms_no_rerank"]
+        line = (
+            f"{run['memories']:>7} memories | write p50 {w['p50']} p95 {w['p95']} ms | "
+            f"recall p50 {r['p50']} p95 {r['p95']} p99 {r['p99']} ms | "
+            f"{run['recalls_per_second']} recalls/s"
+        )
+        if run["recall_ms_rerank"]:
+            rr = run["recall_ms_rerank"]
+            line += f" | with rerank p50 {rr['p50']} p95 {rr['p95']} ms"
+        self.stdout.write(line + f" | RSS {run['rss_mb']} MB")

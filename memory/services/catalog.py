@@ -1,0 +1,107 @@
+"""The tenant catalog: shared knowledge with no user, managed by operators."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from atlas_platform.exceptions import NotFound, ValidationError
+from memory.engine.types import MemoryDoc
+from memory.scoping import catalog_scope
+from memory.services.common import backend, clean_text, embedder, new_id, now, store_errors
+from tenants.models import Tenant
+from tenants.services.audit import audit_record
+
+MAX_IMPORT = 5000
+
+
+@dataclass
+class CatalogImport:
+    written: list[str]
+    removed: int
+
+
+def _catalog_doc(tenant: Tenant, item: dict[str, Any], vector: list[float]) -> MemoryDoc:
+    moment = now()
+    return MemoryDoc(
+        id=str(item.get("id") or new_id()),
+        tenant_id=str(tenant.pk),
+        user_id=None,
+        memory_type="catalog",
+        text=item["text"],
+        created_at=moment,
+        timestamp=moment,
+        embedding=vector,
+        source="operator",
+        name=item.get("name"),
+        tags=list(item.get("tags") or []),
+        metadata=dict(item.get("metadata") or {}),
+    )
+
+
+def _clean_items(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not items:
+        raise ValidationError("Give at least one catalog document.", code="empty_import")
+    if len(items) > MAX_IMPORT:
+        raise ValidationError(
+            f"At most {MAX_IMPORT} documents per import.", code="import_too_large"
+        )
+    cleaned = []
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise ValidationError(
+                f"Document {n} must be an object with 'text'.", code="bad_document"
+            )
+        cleaned.append({**item, "text": clean_text(item.get("text"), field=f"document {n} text")})
+    ids = [str(i["id"]) for i in cleaned if i.get("id")]
+    if len(ids) != len(set(ids)):
+        raise ValidationError("Two documents share an id.", code="duplicate_id")
+    return cleaned
+
+
+def catalog_import(
+    *, tenant: Tenant, documents: Sequence[dict[str, Any]], replace: bool = False
+) -> CatalogImport:
+    """Write catalog documents (an ``id`` replaces that document); ``replace=True`` first
+    removes every catalog document of the tenant. All input is checked before anything is
+    written."""
+    items = _clean_items(documents)
+    with store_errors():
+        vectors = embedder().embed([i["text"] for i in items])
+        docs = [
+            _catalog_doc(tenant, item, [float(x) for x in v])
+            for item, v in zip(items, vectors, strict=True)
+        ]
+        with transaction.atomic():
+            removed = _remove_all(tenant, keep={d.id for d in docs}) if replace else 0
+            audit_record(
+                action="catalog.import",
+                tenant=tenant,
+                metadata={"written": len(docs), "removed": removed, "replace": replace},
+            )
+            backend().write(docs)
+    return CatalogImport(written=[d.id for d in docs], removed=removed)
+
+
+def _remove_all(tenant: Tenant, *, keep: set[str]) -> int:
+    store, scope, removed = backend(), catalog_scope(tenant), 0
+    after: tuple[str, str] | None = None
+    while page := store.scan(scope, memory_types=("catalog",), search_after=after, limit=500):
+        after = (page[-1].created_at.isoformat(), page[-1].id)
+        for doc in page:
+            if doc.id not in keep and store.delete(doc):
+                removed += 1
+    return removed
+
+
+def catalog_delete(*, tenant: Tenant, memory_id: str) -> None:
+    with store_errors():
+        doc = backend().get(catalog_scope(tenant), memory_id)
+        if doc is None or doc.memory_type != "catalog":
+            raise NotFound(f"No catalog document {memory_id!r}.", code="memory_not_found")
+        with transaction.atomic():
+            audit_record(action="catalog.delete", tenant=tenant, metadata={"memory_id": memory_id})
+            backend().delete(doc)

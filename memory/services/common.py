@@ -1,0 +1,59 @@
+"""Shared pieces of the memory services: the engine handle, validation, error mapping."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from atlas_platform.exceptions import ValidationError
+from memory.embedding import Embedder, EmbeddingError, default_embedder
+from memory.engine.base import EngineError, MemoryBackend
+from memory.engine.registry import get_backend
+from memory.errors import MemoryStoreUnavailable
+
+
+def embedder() -> Embedder:
+    return default_embedder()
+
+
+def backend() -> MemoryBackend:
+    return get_backend(dims=embedder().dims)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def clean_text(text: object, *, field: str = "text") -> str:
+    """Non-empty, at most ``ATLAS_MAX_MEMORY_CHARS``; kept verbatim otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError(f"{field} must be a non-empty string.", code="empty_text")
+    limit = settings.ATLAS_MAX_MEMORY_CHARS
+    if len(text) > limit:
+        raise ValidationError(
+            f"{field} is {len(text)} characters; the limit is {limit}.", code="text_too_long"
+        )
+    return text
+
+
+def clean_confidence(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise ValidationError("confidence must be between 0 and 1.", code="bad_confidence")
+    return float(value)
+
+
+@contextlib.contextmanager
+def store_errors() -> Iterator[None]:
+    """Map engine and embedder failures onto the domain's 503."""
+    try:
+        yield
+    except (EngineError, EmbeddingError) as exc:
+        raise MemoryStoreUnavailable(f"The memory store failed: {exc}") from exc

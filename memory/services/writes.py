@@ -1,0 +1,273 @@
+"""Writes: turns, semantic / procedural memories with supersession, forgetting, outcomes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from atlas_platform.exceptions import Conflict, NotFound, ValidationError
+from memory.engine.types import MemoryDoc
+from memory.scoping import user_read_scope
+from memory.services.common import (
+    backend,
+    clean_confidence,
+    clean_text,
+    embedder,
+    new_id,
+    now,
+    store_errors,
+)
+from memory.services.recall import RecallResult, memory_recall
+from tenants.models import User
+from tenants.services.audit import audit_record
+
+WRITABLE_TYPES = ("semantic", "procedural")
+CONTRADICTIONS = ("natural", "harsh")
+FACT_TYPES = ("preference", "identity", "constraint", "world")
+
+
+def _audit(user: User, action: str, doc: MemoryDoc, **extra: Any) -> None:
+    """Ids and kinds only: an audit row never holds memory text."""
+    audit_record(
+        action=action,
+        tenant=user.tenant,
+        subject_user=user,
+        metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
+    )
+
+
+def _personal_doc(user: User, memory_type: str, text: str, **fields: Any) -> MemoryDoc:
+    moment = fields.pop("timestamp", None) or now()
+    created = now()
+    return MemoryDoc(
+        id=new_id(),
+        tenant_id=str(user.tenant_id),
+        user_id=str(user.pk),
+        memory_type=memory_type,  # type: ignore[arg-type]
+        text=text,
+        created_at=created,
+        timestamp=moment,
+        embedding=embedder().embed_one(text),
+        **fields,
+    )
+
+
+@dataclass
+class TurnResult:
+    episode: MemoryDoc
+    recall: RecallResult
+
+
+def memory_turn_record(
+    *,
+    user: User,
+    text: str,
+    session_id: str | None = None,
+    agent: str | None = None,
+    timestamp: datetime | None = None,
+    k: int = 5,
+) -> TurnResult:
+    """Store the user's verbatim message as an episode, then recall on the same words (the
+    episode itself excluded) so exact tokens reach the lexical leg before any rewrite."""
+    text = clean_text(text)
+    with store_errors(), transaction.atomic():
+        episode = _personal_doc(
+            user,
+            "episodic",
+            text,
+            source="turn",
+            session_id=session_id,
+            agent=agent,
+            timestamp=timestamp,
+        )
+        _audit(user, "memory.turn", episode, session_id=session_id)
+        backend().write([episode])
+    recall = memory_recall(user=user, query=text, k=k, exclude_ids=[episode.id])
+    return TurnResult(episode=episode, recall=recall)
+
+
+def _clean_steps(steps: Sequence[Any] | None) -> list[dict[str, Any]]:
+    cleaned = []
+    for n, step in enumerate(steps or [], start=1):
+        if isinstance(step, str):
+            step = {"instruction": step}
+        if not isinstance(step, dict) or not str(step.get("instruction", "")).strip():
+            raise ValidationError(f"Step {n} needs an instruction.", code="bad_steps")
+        cleaned.append(
+            {
+                "order": int(step.get("order", n)),
+                "instruction": str(step["instruction"]),
+                "tool": step.get("tool"),
+            }
+        )
+    return cleaned
+
+
+def _superseded_targets(user: User, ids: Sequence[str]) -> list[MemoryDoc]:
+    """The user's own current semantic facts named by ``ids``; anything else is refused."""
+    if len(set(ids)) != len(ids):
+        raise ValidationError("supersedes lists an id twice.", code="bad_supersedes")
+    scope = user_read_scope(user)
+    found = {d.id: d for d in backend().get_many(scope, list(ids))}
+    targets = []
+    for memory_id in ids:
+        doc = found.get(memory_id)
+        if doc is None or doc.user_id != str(user.pk):
+            raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
+        if doc.memory_type != "semantic":
+            raise ValidationError(
+                f"Only semantic facts can be superseded ({memory_id} is {doc.memory_type}).",
+                code="bad_supersedes",
+            )
+        if doc.superseded_by:
+            raise Conflict(
+                f"Memory {memory_id} is already superseded by {doc.superseded_by}.",
+                code="already_superseded",
+            )
+        targets.append(doc)
+    return targets
+
+
+def memory_write(
+    *,
+    user: User,
+    text: str,
+    memory_type: str,
+    confidence: float = 1.0,
+    fact_type: str | None = None,
+    supersedes: Sequence[str] = (),
+    contradiction: str | None = None,
+    valid_from: datetime | None = None,
+    valid_to: datetime | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    trigger: str | None = None,
+    steps: Sequence[Any] | None = None,
+    tags: Sequence[str] = (),
+    metadata: dict[str, Any] | None = None,
+    supporting_episode_ids: Sequence[str] = (),
+    source: str = "agent",
+) -> MemoryDoc:
+    """Write a semantic fact or a procedural playbook; a fact may supersede the user's older
+    facts (marked, not deleted). A harsh contradiction lowers the new fact's confidence."""
+    if memory_type not in WRITABLE_TYPES:
+        raise ValidationError(
+            f"memory_type must be semantic or procedural, not {memory_type!r}.",
+            code="bad_memory_type",
+        )
+    text = clean_text(text)
+    confidence = clean_confidence(confidence)
+    if fact_type is not None and fact_type not in FACT_TYPES:
+        raise ValidationError(
+            f"fact_type must be one of {', '.join(FACT_TYPES)}.", code="bad_fact_type"
+        )
+    if contradiction is not None and contradiction not in CONTRADICTIONS:
+        raise ValidationError("contradiction must be natural or harsh.", code="bad_contradiction")
+    if (supersedes or contradiction) and memory_type != "semantic":
+        raise ValidationError("Only semantic facts supersede others.", code="bad_supersedes")
+    if contradiction and not supersedes:
+        raise ValidationError("A contradiction needs the ids it supersedes.", code="bad_supersedes")
+    if valid_from and valid_to and valid_from > valid_to:
+        raise ValidationError("valid_from must not be after valid_to.", code="bad_validity")
+    with store_errors():
+        targets = _superseded_targets(user, supersedes) if supersedes else []
+        if contradiction == "harsh":
+            confidence = max(0.0, round(confidence - settings.ATLAS_SUPERSEDE_HARSH_PENALTY, 6))
+        fields: dict[str, Any] = {
+            "confidence": confidence,
+            "source": source,
+            "tags": list(tags),
+            "metadata": dict(metadata or {}),
+        }
+        if memory_type == "semantic":
+            fields.update(
+                fact_type=fact_type,
+                supersedes=[t.id for t in targets],
+                contradiction=contradiction,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                supporting_episode_ids=list(supporting_episode_ids),
+            )
+        else:
+            fields.update(
+                name=name, description=description, trigger=trigger, steps=_clean_steps(steps)
+            )
+        doc = _personal_doc(user, memory_type, text, **fields)
+        if memory_type == "semantic":
+            doc.last_used_at = doc.created_at
+        with transaction.atomic():
+            action = "memory.supersede" if targets else "memory.write"
+            _audit(user, action, doc, supersedes=doc.supersedes, contradiction=contradiction)
+            backend().write([doc])
+            _mark_superseded(doc, targets)
+    return doc
+
+
+def _mark_superseded(new: MemoryDoc, targets: list[MemoryDoc]) -> None:
+    """Point each old fact at the new one; a concurrent supersession undoes this write."""
+    marked: list[MemoryDoc] = []
+    for target in targets:
+        lost = False
+
+        def mark(current: MemoryDoc) -> dict[str, Any]:
+            nonlocal lost
+            if current.superseded_by and current.superseded_by != new.id:
+                lost = True
+                return {}
+            return {"superseded_by": new.id, "superseded_at": new.created_at}
+
+        backend().update(target, mark)
+        if lost:
+            for done in marked:
+                backend().update(done, lambda _c: {"superseded_by": None, "superseded_at": None})
+            backend().delete(new)
+            raise Conflict(
+                f"Memory {target.id} was superseded concurrently.", code="already_superseded"
+            )
+        marked.append(target)
+
+
+def memory_forget(*, user: User, memory_id: str) -> None:
+    """Hard-delete one of the user's memories; the audit keeps a content-free tombstone."""
+    with store_errors():
+        doc = backend().get(user_read_scope(user), memory_id)
+        if doc is None or doc.user_id != str(user.pk):
+            raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
+        with transaction.atomic():
+            _audit(user, "memory.forget", doc)
+            backend().delete(doc)
+
+
+def procedure_outcome_record(
+    *, user: User, memory_id: str, success: bool, refined_steps: Sequence[Any] | None = None
+) -> MemoryDoc:
+    """Count a playbook's success or failure; refined steps replace the steps (version + 1)."""
+    steps = _clean_steps(refined_steps) if refined_steps is not None else None
+    if refined_steps is not None and not steps:
+        raise ValidationError("refined_steps must not be empty.", code="bad_steps")
+    with store_errors():
+        doc = backend().get(user_read_scope(user), memory_id)
+        if doc is None or doc.user_id != str(user.pk) or doc.memory_type != "procedural":
+            raise NotFound(
+                f"No procedural memory {memory_id!r} for this user.", code="memory_not_found"
+            )
+        moment = now()
+
+        def apply(current: MemoryDoc) -> dict[str, Any]:
+            change: dict[str, Any] = (
+                {"success_count": current.success_count + 1, "last_success_at": moment}
+                if success
+                else {"failure_count": current.failure_count + 1}
+            )
+            if steps is not None:
+                change.update(steps=steps, version=current.version + 1)
+            return change
+
+        with transaction.atomic():
+            _audit(user, "procedure.outcome", doc, success=success, refined=steps is not None)
+            return backend().update(doc, apply)

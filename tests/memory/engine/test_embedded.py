@@ -1,0 +1,114 @@
+"""What the embedded backend adds beyond the contract: per-process snapshots that stay fresh,
+ranking that agrees with ``signal_multiplier``, and user text that is never FTS5 syntax."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.engine.base import EngineError, signal_multiplier
+from memory.engine.embedded import EmbeddedBackend
+from memory.engine.types import PERSONAL_TYPES, LegQuery, Ranking, ReadScope, RecallFilter
+from tests.memory.engine.conftest import DIMS, make_doc, vec
+
+NOW = datetime.now(UTC)
+SCOPE = ReadScope(tenant_id="acme", user_id="alice")
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.sqlite3"
+
+
+def backend_at(path: Path, dims: int = DIMS) -> EmbeddedBackend:
+    backend = EmbeddedBackend(path=path, dims=dims)
+    backend.ensure_ready()
+    return backend
+
+
+def legs(backend: EmbeddedBackend, text: str, vector=None, size: int = 80, **filters):
+    query = LegQuery(
+        text=text,
+        vector=vector or vec(0),
+        filter=RecallFilter(**filters),
+        ranking=Ranking(),
+        now=NOW,
+        size=size,
+    )
+    return backend.recall_legs(SCOPE, query)
+
+
+def test_a_snapshot_sees_what_another_process_wrote_since(path):
+    reader, writer = backend_at(path), backend_at(path)  # two caches, as two workers have
+    kept = make_doc("acme", "alice", "semantic", "likes green tea")
+    replaced = make_doc("acme", "alice", "semantic", "likes black tea")
+    forgotten = make_doc("acme", "alice", "semantic", "likes oolong tea")
+    writer.write([kept, replaced, forgotten])
+    assert {h.doc.id for h in legs(reader, "tea").dense} == {kept.id, replaced.id, forgotten.id}
+
+    added = make_doc("acme", "alice", "semantic", "likes mint tea")
+    writer.write([added])
+    writer.update(replaced, lambda current: {"superseded_by": added.id})
+    writer.update(kept, lambda current: {"text": "likes green tea and coffee"})
+    assert {h.doc.id for h in legs(reader, "tea").dense} == {kept.id, forgotten.id, added.id}
+    assert [h.doc.id for h in legs(reader, "coffee").lexical] == [kept.id]
+
+    writer.delete(forgotten)
+    assert {h.doc.id for h in legs(reader, "tea").dense} == {kept.id, added.id}
+    assert forgotten.id not in {h.doc.id for h in legs(reader, "oolong").lexical}
+
+
+def test_the_dense_leg_keeps_the_best_by_signal_multiplier(path):
+    backend = backend_at(path)
+    rng = np.random.default_rng(3)
+    docs = []
+    for n in range(300):
+        kind = PERSONAL_TYPES[rng.integers(3)]
+        docs.append(
+            make_doc(
+                "acme",
+                "alice",
+                kind,
+                f"doc {n}",
+                embedding=[float(x) for x in rng.uniform(-1, 1, DIMS)],
+                when=NOW - timedelta(days=float(rng.uniform(0, 3000))),
+                use_count=int(rng.integers(0, 40)),
+            )
+        )
+    docs += [make_doc("acme", None, "catalog", "shared", embedding=vec(n)) for n in range(DIMS)]
+    backend.write(docs)
+    target = vec(1, 3)
+
+    def expected_score(doc):
+        a, b = np.asarray(doc.embedding), np.asarray(target)
+        cosine = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+        return (1 + cosine) / 2 * signal_multiplier(doc, Ranking(), NOW)
+
+    best = sorted(docs, key=expected_score, reverse=True)[:15]
+    found = legs(backend, "unrelated", vector=target, size=15).dense
+    assert [h.doc.id for h in found] == [d.id for d in best]
+    assert [h.score for h in found] == pytest.approx([expected_score(d) for d in best], rel=1e-5)
+
+
+def test_user_text_is_never_query_syntax(path):
+    backend = backend_at(path)
+    doc = make_doc("acme", "alice", "semantic", 'the "quoted" NEAR(thing) -minus col:on AND')
+    backend.write([doc])
+    for text in ['"', "NEAR(", "col:on", "-minus", "AND OR NOT", "^x* {a b}:c", "", "  ?! "]:
+        legs(backend, text)  # no FTS5 syntax error escapes
+    assert [h.doc.id for h in legs(backend, 'NEAR(thing) "quoted').lexical] == [doc.id]
+
+
+def test_it_refuses_vectors_of_the_wrong_shape(path):
+    backend = backend_at(path)
+    with pytest.raises(EngineError):
+        backend.write([make_doc("acme", "alice", "semantic", "x", embedding=[1.0, 0.0])])
+    with pytest.raises(EngineError):
+        backend.write([make_doc("acme", "alice", "semantic", "x", embedding=[0.0] * DIMS)])
+    with pytest.raises(EngineError):
+        legs(backend, "x", vector=[1.0, 0.0])
+    with pytest.raises(EngineError):
+        backend_at(path, dims=DIMS * 2)  # another embedding model

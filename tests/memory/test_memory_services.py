@@ -1,0 +1,355 @@
+"""What the memory engine must show, on every backend (issue: memory engine)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from atlas_platform.exceptions import Conflict, NotFound, ValidationError
+from memory import bookkeeping
+from memory.scoping import user_read_scope
+from memory.selectors import memory_get, memory_history
+from memory.services.catalog import catalog_delete, catalog_import
+from memory.services.common import backend
+from memory.services.recall import memory_recall
+from memory.services.writes import (
+    memory_forget,
+    memory_turn_record,
+    memory_write,
+    procedure_outcome_record,
+)
+from tenants.models import AuditEvent
+
+
+def texts(result) -> list[str]:
+    return [h.doc.text for h in result.hits]
+
+
+def fact(user, text, **kw):
+    return memory_write(user=user, text=text, memory_type="semantic", **kw)
+
+
+# --- the source design's walk-through --------------------------------------------------------
+def test_sarah_moves_from_bristol_to_edinburgh(people):
+    alice = people.alice
+    lives = fact(alice, "Sarah lives in Bristol")
+    flat = fact(alice, "Sarah rents a flat in Bristol near the harbour")
+    memory_turn_record(user=alice, text="I love walking along the Bristol harbour on Sundays")
+    walls = fact(alice, "Victorian flats in Bristol have thick walls", fact_type="world")
+
+    moved = fact(
+        alice,
+        "We left Bristol; Sarah now lives in Edinburgh",
+        supersedes=[lives.id, flat.id],
+        contradiction="natural",
+    )
+
+    current = memory_recall(user=alice, query="where does Sarah live?", memory_types=["semantic"])
+    assert current.hits[0].doc.id == moved.id
+    assert lives.id not in {h.doc.id for h in current.hits}
+    assert flat.id not in {h.doc.id for h in current.hits}
+    assert walls.id in {h.doc.id for h in current.hits}
+    assert memory_get(user=alice, memory_id=walls.id).superseded_by is None
+
+    everything = memory_recall(
+        user=alice,
+        query="where does Sarah live?",
+        memory_types=["semantic"],
+        include_superseded=True,
+    )
+    flagged = {h.doc.id: h.doc.superseded_by for h in everything.hits}
+    assert flagged[lives.id] == moved.id and flagged[flat.id] == moved.id
+    assert flagged[moved.id] is None
+
+    for start in (lives.id, flat.id, moved.id):
+        chain = [d.id for d in memory_history(user=alice, memory_id=start)]
+        assert set(chain) == {lives.id, flat.id, moved.id} and chain[-1] == moved.id
+    assert memory_get(user=alice, memory_id=moved.id).supersedes == [lives.id, flat.id]
+
+
+def test_a_chain_walks_both_ways(people):
+    a = fact(people.alice, "Favourite colour is red")
+    b = fact(people.alice, "Favourite colour is green", supersedes=[a.id])
+    c = fact(people.alice, "Favourite colour is blue", supersedes=[b.id], contradiction="harsh")
+
+    assert [d.id for d in memory_history(user=people.alice, memory_id=a.id)] == [a.id, b.id, c.id]
+    assert [d.id for d in memory_history(user=people.alice, memory_id=c.id)] == [a.id, b.id, c.id]
+    assert c.confidence == pytest.approx(0.9)
+    assert memory_get(user=people.alice, memory_id=b.id).superseded_by == c.id
+
+
+# --- visibility and exact tokens --------------------------------------------------------------
+def test_a_fact_written_is_recalled_in_the_same_turn_every_time(people):
+    for n in range(8):
+        token = f"locker code {n}{uuid.uuid4().hex[:4]}"
+        written = fact(people.alice, f"My {token} is for the gym")
+        found = memory_recall(user=people.alice, query=f"what is my {token}?", k=3)
+        assert written.id in [h.doc.id for h in found.hits], n
+
+
+@pytest.mark.parametrize(
+    ("memory", "question"),
+    [
+        (
+            "The Lumio Hub v2 drops off the network every night",
+            "my Lumio Hub v2 keeps disconnecting",
+        ),
+        (
+            "Thermostat showed ERR_ZB_0x1F after the firmware update",
+            "it says ERR_ZB_0x1F again, what now?",
+        ),
+        (
+            "Our stack is postgres 15.3 + pgvector 0.5.1 on Debian",
+            "will this work with postgres 15.3 + pgvector 0.5.1?",
+        ),
+    ],
+)
+def test_exact_tokens_are_recalled_top_three(people, memory, question):
+    distractors = [
+        "The Lumio Hub v1 had a weaker antenna",
+        "Thermostat showed ERR_ZB_0x2A once last year",
+        "We tried postgres 14.2 with pgvector 0.4.0 before",
+        "The smart plug reboots when the router restarts",
+        "Network problems usually come from the mesh extender",
+        "Firmware updates are installed on Tuesdays",
+    ]
+    for text in distractors:
+        fact(people.alice, text)
+    target = fact(people.alice, memory)
+
+    turn = memory_turn_record(user=people.alice, text=question)
+    lexical_only = memory_recall(user=people.alice, query=question, legs=["lexical"], k=3)
+
+    assert target.id in [h.doc.id for h in turn.recall.hits[:3]]
+    assert target.id in [h.doc.id for h in lexical_only.hits]
+    assert turn.episode.id not in [h.doc.id for h in turn.recall.hits]
+
+
+# --- ranking signals --------------------------------------------------------------------------
+def test_an_older_episode_ranks_below_an_equal_recent_one(people):
+    old = memory_turn_record(
+        user=people.alice,
+        text="We repainted the kitchen yellow",
+        timestamp=datetime.now(UTC) - timedelta(days=900),
+    ).episode
+    new = memory_turn_record(
+        user=people.alice,
+        text="We repainted the kitchen yellow",
+        timestamp=datetime.now(UTC) - timedelta(days=3),
+    ).episode
+
+    order = [h.doc.id for h in memory_recall(user=people.alice, query="kitchen paint colour").hits]
+    assert order.index(new.id) < order.index(old.id)
+    no_decay = memory_recall(user=people.alice, query="kitchen paint colour", apply_decay=False)
+    assert {h.doc.id for h in no_decay.hits} >= {old.id, new.id}
+
+
+def test_a_fact_recalled_often_outranks_an_equal_one_never_recalled(people):
+    first = fact(people.alice, "Tea is taken with oat milk")
+    second = fact(people.alice, "Tea is taken with oat milk")
+    for _ in range(12):
+        backend().update(first, lambda d: {"use_count": d.use_count + 1})
+
+    hits = memory_recall(
+        user=people.alice, query="how do I take my tea", memory_types=["semantic"]
+    ).hits
+    order = [h.doc.id for h in hits]
+    assert order.index(first.id) < order.index(second.id)
+
+
+def test_recall_bumps_use_count_off_the_hot_path(people):
+    memo = fact(people.alice, "The spare key is under the blue pot")
+
+    memory_recall(user=people.alice, query="where is the spare key?")
+    bookkeeping.drain()
+
+    stored = memory_get(user=people.alice, memory_id=memo.id)
+    assert stored.use_count == 1 and stored.last_used_at >= memo.last_used_at
+
+
+def test_procedural_memories_are_not_decayed(people):
+    playbook = memory_write(
+        user=people.alice,
+        text="To reset the router hold the button for ten seconds",
+        memory_type="procedural",
+        name="router reset",
+        steps=["hold reset 10 s", "wait for the blue light"],
+    )
+    backend().update(
+        playbook,
+        lambda d: {
+            "created_at": d.created_at - timedelta(days=4000),
+            "timestamp": d.timestamp - timedelta(days=4000),
+        },
+    )
+    recent = memory_turn_record(
+        user=people.alice, text="To reset the router hold the button for ten seconds"
+    ).episode
+
+    hits = memory_recall(user=people.alice, query="how to reset the router").hits
+    ranks = {h.doc.id: h.rank for h in hits}
+    assert playbook.id in ranks and recent.id in ranks
+
+
+def test_a_user_memory_beats_an_equally_matching_catalog_document(people):
+    catalog_import(tenant=people.acme, documents=[{"text": "Returns are accepted within 30 days"}])
+    mine = fact(people.alice, "Returns are accepted within 30 days")
+
+    hits = memory_recall(user=people.alice, query="Returns are accepted within 30 days").hits
+    assert hits[0].doc.id == mine.id
+    assert hits[1].doc.memory_type == "catalog"
+
+
+# --- procedures, forget -----------------------------------------------------------------------
+def test_procedure_outcomes_count_and_refine(people):
+    playbook = memory_write(
+        user=people.alice,
+        text="Restart the Lumio Hub",
+        memory_type="procedural",
+        steps=["unplug", "replug"],
+    )
+
+    procedure_outcome_record(user=people.alice, memory_id=playbook.id, success=True)
+    refined = procedure_outcome_record(
+        user=people.alice,
+        memory_id=playbook.id,
+        success=False,
+        refined_steps=["unplug", "wait 30 s", "replug"],
+    )
+
+    assert (refined.success_count, refined.failure_count, refined.version) == (1, 1, 2)
+    assert [s["instruction"] for s in refined.steps] == ["unplug", "wait 30 s", "replug"]
+    assert refined.last_success_at is not None
+
+
+def test_forget_really_deletes_and_leaves_a_content_free_tombstone(people):
+    secret = fact(people.alice, "My bank PIN hint is the cat's birthday")
+
+    memory_forget(user=people.alice, memory_id=secret.id)
+
+    with pytest.raises(NotFound):
+        memory_get(user=people.alice, memory_id=secret.id)
+    assert secret.id not in [
+        h.doc.id
+        for h in memory_recall(
+            user=people.alice, query="bank PIN hint", include_superseded=True
+        ).hits
+    ]
+    tombstone = AuditEvent.objects.get(action="memory.forget")
+    assert tombstone.metadata == {"memory_id": secret.id, "memory_type": "semantic"}
+    for event in AuditEvent.objects.all():
+        assert "PIN" not in str(event.metadata) and "birthday" not in str(event.metadata)
+
+
+def test_every_memory_service_leaves_one_audit_event(people):
+    def events():
+        return list(
+            AuditEvent.objects.filter(action__startswith="memory").values_list("action", flat=True)
+        )
+
+    base = len(events())
+    a = fact(people.alice, "likes jazz")
+    fact(people.alice, "likes blues now", supersedes=[a.id])
+    memory_turn_record(user=people.alice, text="play something")
+    assert len(events()) == base + 3
+
+
+# --- isolation --------------------------------------------------------------------------------
+def test_no_service_reaches_another_users_or_tenants_memory(people):
+    catalog_import(tenant=people.globex, documents=[{"text": "Globex secret pricing sheet"}])
+    theirs = {
+        "bob": fact(people.bob, "Bob's secret pricing note"),
+        "charlie": fact(people.charlie, "Charlie's secret pricing note"),
+    }
+    mine = fact(people.alice, "Alice's pricing note")
+
+    found = memory_recall(
+        user=people.alice, query="secret pricing note sheet", include_superseded=True, k=20
+    )
+    assert {h.doc.id for h in found.hits} == {mine.id}
+    for doc in theirs.values():
+        with pytest.raises(NotFound):
+            memory_get(user=people.alice, memory_id=doc.id)
+        with pytest.raises(NotFound):
+            memory_history(user=people.alice, memory_id=doc.id)
+        with pytest.raises(NotFound):
+            fact(people.alice, "taking over", supersedes=[doc.id])
+        with pytest.raises(NotFound):
+            memory_forget(user=people.alice, memory_id=doc.id)
+        with pytest.raises(NotFound):
+            procedure_outcome_record(user=people.alice, memory_id=doc.id, success=True)
+        assert (
+            memory_get(
+                user=people.bob if doc is theirs["bob"] else people.charlie, memory_id=doc.id
+            ).superseded_by
+            is None
+        )
+    with pytest.raises(NotFound):
+        memory_get(user=people.alice, memory_id=uuid.uuid4().hex)
+
+
+def test_catalog_documents_stay_in_their_tenant(people):
+    written = catalog_import(
+        tenant=people.acme, documents=[{"id": "faq-1", "text": "Opening hours are 9 to 5"}]
+    )
+
+    assert [
+        h.doc.id for h in memory_recall(user=people.bob, query="opening hours").hits
+    ] == written.written
+    assert memory_recall(user=people.charlie, query="opening hours").hits == []
+    with pytest.raises(NotFound):
+        catalog_delete(tenant=people.globex, memory_id="faq-1")
+    with pytest.raises(NotFound):
+        memory_forget(user=people.alice, memory_id="faq-1")
+    replaced = catalog_import(
+        tenant=people.acme, documents=[{"text": "Opening hours are 8 to 6"}], replace=True
+    )
+    assert replaced.removed == 1
+    assert [h.doc.text for h in memory_recall(user=people.bob, query="opening hours").hits] == [
+        "Opening hours are 8 to 6"
+    ]
+
+
+# --- bad input --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"text": ""}, ValidationError),
+        ({"text": "   "}, ValidationError),
+        ({"text": "x" * 9000}, ValidationError),
+        ({"memory_type": "episodic"}, ValidationError),
+        ({"memory_type": "dream"}, ValidationError),
+        ({"confidence": 1.5}, ValidationError),
+        ({"contradiction": "harsh"}, ValidationError),
+        ({"supersedes": ["nope"]}, NotFound),
+    ],
+)
+def test_bad_writes_are_refused_and_nothing_is_written(people, kwargs, error):
+    args = {"user": people.alice, "text": "valid text", "memory_type": "semantic", **kwargs}
+
+    with pytest.raises(error):
+        memory_write(**args)
+
+    assert backend().count(user_read_scope(people.alice)).get("semantic", 0) == 0
+    assert not AuditEvent.objects.filter(action__startswith="memory").exists()
+
+
+def test_superseding_twice_is_a_conflict(people):
+    old = fact(people.alice, "Cat is called Tom")
+    fact(people.alice, "Cat is called Tim", supersedes=[old.id])
+
+    with pytest.raises(Conflict):
+        fact(people.alice, "Cat is called Tam", supersedes=[old.id])
+
+
+@pytest.mark.parametrize("k", [0, 51, -3])
+def test_k_out_of_range_is_refused(people, k):
+    with pytest.raises(ValidationError):
+        memory_recall(user=people.alice, query="anything", k=k)
+
+
+def test_unknown_types_in_recall_are_refused(people):
+    with pytest.raises(ValidationError):
+        memory_recall(user=people.alice, query="anything", memory_types=["semantic", "dreams"])
