@@ -9,7 +9,7 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run services services-down test lint format ci clean
+.PHONY: help install run services services-down test lint format ci bench clean
 
 help:
 	@echo "make run            serve Atlas on the embedded default (demo tenant, admin URL printed)"
@@ -53,6 +53,12 @@ format: install
 ci:
 	ATLAS_REQUIRE_SERVICES=1 $(MAKE) test
 	$(MAKE) lint
+
+bench: install services
+	mkdir -p var
+	$(PY) manage.py bench --backend embedded --memories 1000,10000 --json var/bench-embedded.json
+	set -a && source $(SERVICES_ENV) && set +a && \
+	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -180,7 +180,9 @@ LOGGING = {
 }
 
 # Memory engine. Backend: "embedded" (default without a cluster) or "elasticsearch".
-ATLAS_MEMORY_BACKEND = env.str("ATLAS_MEMORY_BACKEND", default="elasticsearch" if ATLAS_ES_URL else "embedded")
+ATLAS_MEMORY_BACKEND = env.str(
+    "ATLAS_MEMORY_BACKEND", default="elasticsearch" if ATLAS_ES_URL else "embedded"
+)
 ATLAS_EMBEDDED_PATH = env.str("ATLAS_EMBEDDED_PATH", default=str(VAR_DIR / "memory.sqlite3"))
 ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")  # local | openai | es-inference
 ATLAS_EMBEDDER_THREADS = env.int("ATLAS_EMBEDDER_THREADS", default=2)

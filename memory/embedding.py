@@ -43,7 +43,8 @@ class Embedder(ABC):
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    normalised: np.ndarray = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return normalised
 
 
 class MiniLMOnnxEmbedder(Embedder):

@@ -45,6 +45,9 @@ MAX_KNN_CANDIDATES = 10_000
 # "true" refreshes the written shard at once, so the very next recall sees the write without
 # waiting for the periodic refresh (``wait_for`` would add up to a second per write).
 _REFRESH = "true"
+# Recall hits come back without their vectors: 80 hits x 384 floats of JSON cost more than the
+# search itself, and nothing downstream of recall needs them (get / scan return them).
+_NO_VECTOR = {"excludes": ["embedding"]}
 
 
 class ElasticsearchBackend(MemoryBackend):
@@ -364,7 +367,7 @@ def _decay(field: str, only: Json, ranking: Ranking, now: datetime) -> Json:
 def _lexical_body(query: LegQuery, filters: list[Json]) -> Json:
     match = {"multi_match": {"query": query.text, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
     scored = _signals({"bool": {"must": [match], "filter": filters}}, query.ranking, query.now)
-    return {"size": query.size, "track_total_hits": False, "query": scored}
+    return {"size": query.size, "track_total_hits": False, "_source": _NO_VECTOR, "query": scored}
 
 
 def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Json:
@@ -383,6 +386,7 @@ def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Js
     return {
         "size": query.size,
         "track_total_hits": False,
+        "_source": _NO_VECTOR,
         "query": _signals(knn, query.ranking, query.now),
     }
 

@@ -208,6 +208,30 @@ def memory_write(
     return doc
 
 
+def memory_supersede(
+    *,
+    user: User,
+    text: str,
+    supersedes: Sequence[str],
+    contradiction: str = "natural",
+    confidence: float = 1.0,
+    **fields: Any,
+) -> MemoryDoc:
+    """Write a new fact that replaces ``supersedes`` (the user's own current facts). The old
+    facts stay, flagged ``superseded_by``; use ``memory_forget`` only for an explicit forget."""
+    if not supersedes:
+        raise ValidationError("Name the fact ids this one supersedes.", code="bad_supersedes")
+    return memory_write(
+        user=user,
+        text=text,
+        memory_type="semantic",
+        supersedes=supersedes,
+        contradiction=contradiction,
+        confidence=confidence,
+        **fields,
+    )
+
+
 def _mark_superseded(new: MemoryDoc, targets: list[MemoryDoc]) -> None:
     """Point each old fact at the new one; a concurrent supersession undoes this write."""
     marked: list[MemoryDoc] = []

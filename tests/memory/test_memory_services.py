@@ -16,6 +16,7 @@ from memory.services.common import backend
 from memory.services.recall import memory_recall
 from memory.services.writes import (
     memory_forget,
+    memory_supersede,
     memory_turn_record,
     memory_write,
     procedure_outcome_record,
@@ -353,3 +354,27 @@ def test_k_out_of_range_is_refused(people, k):
 def test_unknown_types_in_recall_are_refused(people):
     with pytest.raises(ValidationError):
         memory_recall(user=people.alice, query="anything", memory_types=["semantic", "dreams"])
+
+
+def test_memory_supersede_needs_ids_and_flags_the_old_fact(people):
+    old = fact(people.alice, "Works at Initech")
+
+    with pytest.raises(ValidationError):
+        memory_supersede(user=people.alice, text="Works at Globex", supersedes=[])
+    new = memory_supersede(user=people.alice, text="Works at Globex", supersedes=[old.id])
+
+    assert memory_get(user=people.alice, memory_id=old.id).superseded_by == new.id
+    assert new.contradiction == "natural"
+
+
+def test_the_catalog_import_command_loads_a_file(people, tmp_path):
+    from django.core.management import call_command
+
+    source = tmp_path / "faq.jsonl"
+    source.write_text('{"id": "faq-9", "text": "Parcels ship on weekdays"}\n\n')
+
+    call_command("catalog_import", str(source), tenant="acme")
+
+    assert [
+        h.doc.id for h in memory_recall(user=people.alice, query="when do parcels ship").hits
+    ] == ["faq-9"]

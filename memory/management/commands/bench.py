@@ -166,11 +166,12 @@ class Command(BaseCommand):
         from tenants.services.scoped_keys import scoped_key_provision
 
         suffix = secrets.token_hex(3)
+        cluster = get_cluster()
         dls = (
             settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
-            and (get_cluster() is not None)
-            and get_cluster().dls_available()
-        )  # type: ignore[union-attr]
+            and cluster is not None
+            and cluster.dls_available()
+        )
         tenant = Tenant.objects.create(
             slug=f"bench-{suffix}",
             name=f"Bench {suffix}",
