@@ -56,9 +56,12 @@ ci:
 
 bench: install services
 	mkdir -p var
-	$(PY) manage.py bench --backend embedded --memories 1000,10000 --json var/bench-embedded.json
-	set -a && source $(SERVICES_ENV) && set +a && \
-	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
+	$(PY) manage.py migrate --noinput -v0
+	ATLAS_EMBEDDED_PATH=var/bench-memory.sqlite3 \
+	  $(PY) manage.py bench --backend embedded --memories 1000,10000 --json var/bench-embedded.json
+	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
+	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ \
+	  $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
