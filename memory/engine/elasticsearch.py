@@ -179,7 +179,9 @@ class ElasticsearchBackend(MemoryBackend):
         searches = [part for _, head, body in legs for part in (head, body)]
         client = self._reader(scope)
         started = time.perf_counter()
-        response = _call("recall", lambda: client.msearch(searches=searches))
+        response = _call(
+            "recall", lambda: client.msearch(searches=searches, max_concurrent_searches=len(legs))
+        )
         results.took_ms = (time.perf_counter() - started) * 1000.0
         for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
             if "error" in answer:

@@ -171,27 +171,27 @@ def test_recall_bumps_use_count_off_the_hot_path(people):
 
 
 def test_procedural_memories_are_not_decayed(people):
+    text = "To reset the router hold the button for ten seconds"
+    ancient = timedelta(days=4000)
     playbook = memory_write(
-        user=people.alice,
-        text="To reset the router hold the button for ten seconds",
-        memory_type="procedural",
-        name="router reset",
-        steps=["hold reset 10 s", "wait for the blue light"],
+        user=people.alice, text=text, memory_type="procedural", name="router reset"
     )
     backend().update(
         playbook,
-        lambda d: {
-            "created_at": d.created_at - timedelta(days=4000),
-            "timestamp": d.timestamp - timedelta(days=4000),
-        },
+        lambda d: {"created_at": d.created_at - ancient, "timestamp": d.timestamp - ancient},
     )
-    recent = memory_turn_record(
-        user=people.alice, text="To reset the router hold the button for ten seconds"
+    old_episode = memory_turn_record(
+        user=people.alice, text=text, timestamp=datetime.now(UTC) - ancient
     ).episode
 
-    hits = memory_recall(user=people.alice, query="how to reset the router").hits
-    ranks = {h.doc.id: h.rank for h in hits}
-    assert playbook.id in ranks and recent.id in ranks
+    hits = memory_recall(user=people.alice, query="how do I reset the router", legs=["dense"]).hits
+    scored = {h.doc.id: h for h in hits}
+    # Same words, same age: the episode decays, the playbook keeps its full score.
+    assert scored[playbook.id].rank < scored[old_episode.id].rank
+    aged = memory_recall(
+        user=people.alice, query="how do I reset the router", apply_decay=False, legs=["dense"]
+    )
+    assert {h.doc.id for h in aged.hits} >= {playbook.id, old_episode.id}
 
 
 def test_a_user_memory_beats_an_equally_matching_catalog_document(people):

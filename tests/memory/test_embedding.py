@@ -1,0 +1,99 @@
+"""The embedders: the offline default model, and an OpenAI-compatible endpoint faked at its HTTP
+boundary (a loopback server speaking the embeddings API)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from memory.embedding import EmbeddingError, MiniLMOnnxEmbedder, OpenAIEmbedder, default_embedder
+
+
+def test_the_default_model_loads_offline_and_embeds_meaningfully():
+    model = default_embedder()
+    assert isinstance(model, MiniLMOnnxEmbedder) and model.dims == 384
+
+    query, near, far = model.embed(
+        [
+            "where does Sarah live now?",
+            "Sarah moved from Bristol to Edinburgh",
+            "Victorian walls are thick",
+        ]
+    )
+
+    assert np.linalg.norm(query) == pytest.approx(1.0, abs=1e-4)
+    assert float(query @ near) > float(query @ far) + 0.2
+
+
+def test_batches_match_single_encodes():
+    model = default_embedder()
+    texts = [f"memory number {n} about tea" for n in range(40)]
+
+    batch = model.embed(texts)
+
+    assert batch.shape == (40, 384)
+    assert np.allclose(batch[33], model.embed([texts[33]])[0], atol=1e-4)
+
+
+@pytest.fixture
+def fake_openai():
+    calls: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            calls.append(body)
+            if body["input"] == ["boom"]:
+                self.send_response(500)
+                self.end_headers()
+                return
+            data = [
+                {"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                for i, t in enumerate(body["input"])
+            ]
+            payload = json.dumps(
+                {
+                    "object": "list",
+                    "data": data[::-1],
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", calls
+    server.shutdown()
+
+
+def test_an_openai_compatible_endpoint_is_used_in_order_and_normalised(fake_openai):
+    url, calls = fake_openai
+    model = OpenAIEmbedder(base_url=url, api_key="k", model="tiny", dims=3, timeout_s=5)
+
+    vectors = model.embed(["a", "abc"])
+
+    assert calls[0]["model"] == "tiny" and calls[0]["input"] == ["a", "abc"]
+    assert vectors.shape == (2, 3)
+    assert vectors[1][0] > vectors[0][0]  # answers were reversed on the wire; order restored
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+
+
+def test_endpoint_failures_and_wrong_dimensions_are_embedding_errors(fake_openai):
+    url, _ = fake_openai
+
+    with pytest.raises(EmbeddingError):
+        OpenAIEmbedder(base_url=url, api_key="k", model="tiny", dims=3, timeout_s=5).embed(["boom"])
+    with pytest.raises(EmbeddingError):
+        OpenAIEmbedder(base_url=url, api_key="k", model="tiny", dims=4, timeout_s=5).embed(["a"])
