@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 .PHONY: help install run services services-down test lint format ci bench clean
 
 help:
-	@echo "make run            serve Atlas on the embedded default (demo tenant, admin URL printed)"
+	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
 	@echo "make test           start the services and run the whole test suite against them"
 	@echo "make services       start Elasticsearch, PostgreSQL, Redis; write $(SERVICES_ENV)"
 	@echo "make services-down  stop them"
@@ -29,7 +29,7 @@ install: $(VENV)/.installed
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py atlas_demo --url http://$(HOST):$(PORT)/admin/
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(VENV)/bin/uvicorn atlas_platform.asgi:application --host $(HOST) --port $(PORT)
 
 services:
 	bash deploy/services/up.sh

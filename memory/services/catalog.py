@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,22 @@ from tenants.models import Tenant
 from tenants.services.audit import audit_record
 
 MAX_IMPORT = 5000
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def catalog_doc_id(tenant: Tenant, key: str) -> str:
+    """The engine id of the tenant's catalog document ``key``.
+
+    Engine ids are global, so a client-chosen key is never used as one: it lives in the
+    tenant's own namespace, and no tenant can name (and so overwrite) another tenant's document
+    or a user's memory (those ids are random hex, without dots).
+    """
+    return f"catalog.{tenant.pk}.{key}"
+
+
+def _resolve(tenant: Tenant, key_or_id: str) -> str:
+    prefix = catalog_doc_id(tenant, "")
+    return key_or_id if key_or_id.startswith(prefix) else catalog_doc_id(tenant, key_or_id)
 
 
 @dataclass
@@ -27,7 +44,7 @@ class CatalogImport:
 def _catalog_doc(tenant: Tenant, item: dict[str, Any], vector: list[float]) -> MemoryDoc:
     moment = now()
     return MemoryDoc(
-        id=str(item.get("id") or new_id()),
+        id=catalog_doc_id(tenant, str(item.get("id") or new_id())),
         tenant_id=str(tenant.pk),
         user_id=None,
         memory_type="catalog",
@@ -54,6 +71,11 @@ def _clean_items(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             raise ValidationError(
                 f"Document {n} must be an object with 'text'.", code="bad_document"
+            )
+        key = item.get("id")
+        if key is not None and not (isinstance(key, str) and KEY_PATTERN.match(key)):
+            raise ValidationError(
+                f"Document {n} id: use 1-128 letters, digits and _ . : -", code="bad_id"
             )
         cleaned.append({**item, "text": clean_text(item.get("text"), field=f"document {n} text")})
     ids = [str(i["id"]) for i in cleaned if i.get("id")]
@@ -98,10 +120,11 @@ def _remove_all(tenant: Tenant, *, keep: set[str]) -> int:
 
 
 def catalog_delete(*, tenant: Tenant, memory_id: str) -> None:
+    """Delete one catalog document, named by its key or its engine id."""
     with store_errors():
-        doc = backend().get(catalog_scope(tenant), memory_id)
+        doc = backend().get(catalog_scope(tenant), _resolve(tenant, memory_id))
         if doc is None or doc.memory_type != "catalog":
             raise NotFound(f"No catalog document {memory_id!r}.", code="memory_not_found")
         with transaction.atomic():
-            audit_record(action="catalog.delete", tenant=tenant, metadata={"memory_id": memory_id})
+            audit_record(action="catalog.delete", tenant=tenant, metadata={"memory_id": doc.id})
             backend().delete(doc)

@@ -1,17 +1,22 @@
-"""Memory subjects: key status, add (with key), rotate / provision keys, disable / enable."""
+"""Memory subjects: key status, add (with key), rotate / provision keys, disable / enable, and
+the MCP client configuration for each user."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from atlas_platform.exceptions import AtlasError
+from memory.mcp.client_config import client_configs, own_user_mcp_url, user_mcp_url
 from tenants.admin.base import ScopedModelAdmin
 from tenants.admin.forms import UserAddForm
 from tenants.admin.site import site
@@ -21,6 +26,8 @@ from tenants.services.scoped_keys import scoped_key_provision, scoped_key_rotate
 from tenants.services.users import user_create, user_set_status
 
 _KEY_COLOURS = {"active": "#107c10", "stale": "#b35c00", "pending_invalidation": "#ba2121"}
+# The site's own address as the operator reached it, while a change page renders.
+_base_url: ContextVar[str] = ContextVar("atlas_admin_base_url", default="http://127.0.0.1:8000/")
 
 
 class ScopedKeyInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -67,6 +74,7 @@ class UserAdmin(ScopedModelAdmin):
         "display_name",
         "status",
         "created_at",
+        "mcp_client_config",
     )
     readonly_fields = fields
     inlines = [ScopedKeyInline]
@@ -91,6 +99,37 @@ class UserAdmin(ScopedModelAdmin):
     @admin.display(description="last rotation")
     def last_rotation(self, user: User) -> str:
         return user_key_status(user=user).last_rotated_at or "never"
+
+    @admin.display(description="MCP client config")
+    def mcp_client_config(self, user: User) -> SafeString:
+        base = _base_url.get()
+        url = user_mcp_url(base, user.external_id)
+        issue = reverse("admin:tenants_platformtoken_add")
+        return format_html(
+            "<p>Replace <code>&lt;ATLAS_TOKEN&gt;</code> with a token for this user or for the "
+            'tenant: <a href="{}">issue one under Platform tokens</a> (shown once). A token of '
+            "this user alone may also use <code>{}</code>.</p><pre>{}</pre>",
+            issue,
+            own_user_mcp_url(base),
+            client_configs(url),
+        )
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Render the page here, while ``mcp_client_config`` knows the host it was reached on."""
+        reset = _base_url.set(request.build_absolute_uri("/"))
+        try:
+            response = super().change_view(request, object_id, form_url, extra_context)
+            if isinstance(response, TemplateResponse):
+                response.render()
+            return response
+        finally:
+            _base_url.reset(reset)
 
     def perform_add(self, request: HttpRequest, form: Any) -> HttpResponse:
         data = form.cleaned_data

@@ -41,7 +41,7 @@ def test_batches_match_single_encodes():
 
 @pytest.fixture
 def fake_openai():
-    calls: list[dict] = []
+    calls: list[dict[str, object]] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

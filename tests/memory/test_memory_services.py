@@ -82,12 +82,23 @@ def test_a_chain_walks_both_ways(people):
 
 
 # --- visibility and exact tokens --------------------------------------------------------------
+SAME_TURN = [
+    ("My gym locker code is 4417", "what is my gym locker code?"),
+    ("Our wifi network is called Badger Den", "what is the wifi network called?"),
+    ("The boiler was serviced by Hughes Heating", "who serviced the boiler?"),
+    ("Milo the dog is allergic to chicken", "what is Milo allergic to?"),
+    ("The car insurance renews every April", "when does the car insurance renew?"),
+    ("Grandma's birthday dinner is at Luigi's", "where is grandma's birthday dinner?"),
+    ("The spare house key is with the neighbour Ines", "who has the spare house key?"),
+    ("I take the 7:42 train to work", "which train do I take to work?"),
+]
+
+
 def test_a_fact_written_is_recalled_in_the_same_turn_every_time(people):
-    for n in range(8):
-        token = f"locker code {n}{uuid.uuid4().hex[:4]}"
-        written = fact(people.alice, f"My {token} is for the gym")
-        found = memory_recall(user=people.alice, query=f"what is my {token}?", k=3)
-        assert written.id in [h.doc.id for h in found.hits], n
+    for text, question in SAME_TURN:
+        written = fact(people.alice, text)
+        found = memory_recall(user=people.alice, query=question, k=3)
+        assert written.id in [h.doc.id for h in found.hits], text
 
 
 @pytest.mark.parametrize(
@@ -303,7 +314,9 @@ def test_catalog_documents_stay_in_their_tenant(people):
     with pytest.raises(NotFound):
         catalog_delete(tenant=people.globex, memory_id="faq-1")
     with pytest.raises(NotFound):
-        memory_forget(user=people.alice, memory_id="faq-1")
+        catalog_delete(tenant=people.globex, memory_id=written.written[0])
+    with pytest.raises(NotFound):
+        memory_forget(user=people.alice, memory_id=written.written[0])
     replaced = catalog_import(
         tenant=people.acme, documents=[{"text": "Opening hours are 8 to 6"}], replace=True
     )
@@ -375,6 +388,27 @@ def test_the_catalog_import_command_loads_a_file(people, tmp_path):
 
     call_command("catalog_import", str(source), tenant="acme")
 
-    assert [
-        h.doc.id for h in memory_recall(user=people.alice, query="when do parcels ship").hits
-    ] == ["faq-9"]
+    hits = memory_recall(user=people.alice, query="when do parcels ship").hits
+    assert [h.doc.id for h in hits] == [f"catalog.{people.acme.pk}.faq-9"]
+
+
+def test_a_tenant_cannot_overwrite_another_tenants_catalog_or_a_users_memory(people):
+    acme = catalog_import(tenant=people.acme, documents=[{"id": "faq-1", "text": "Acme hours 9-5"}])
+    mine = fact(people.alice, "Alice keeps bees")
+
+    catalog_import(tenant=people.globex, documents=[{"id": "faq-1", "text": "Globex hours 8-4"}])
+    catalog_import(tenant=people.globex, documents=[{"id": acme.written[0], "text": "hijack"}])
+    with pytest.raises(ValidationError):
+        catalog_import(tenant=people.globex, documents=[{"id": "a b/c", "text": "bad key"}])
+    catalog_import(tenant=people.globex, documents=[{"id": mine.id, "text": "hijack"}])
+
+    assert memory_get(user=people.alice, memory_id=acme.written[0]).text == "Acme hours 9-5"
+    assert memory_get(user=people.alice, memory_id=mine.id).text == "Alice keeps bees"
+    # The would-be hijacks landed in Globex's own namespace, nowhere else.
+    assert {h.doc.text for h in memory_recall(user=people.charlie, query="hours").hits} == {
+        "Globex hours 8-4",
+        "hijack",
+    }
+    assert "hijack" not in {
+        h.doc.text for h in memory_recall(user=people.alice, query="hours").hits
+    }

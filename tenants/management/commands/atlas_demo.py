@@ -1,22 +1,26 @@
 """Create (or refresh) the demo: a platform admin, tenant "demo" with its admin and two users.
 
-Safe to run again: existing objects are kept, passwords are reset and printed.
+Safe to run again: existing objects are kept, passwords are reset and printed, and alice's demo
+MCP token is replaced (the previous one is revoked) and printed with the MCP URL.
 """
 
 from __future__ import annotations
 
 import secrets
 from typing import Any
+from urllib.parse import urljoin
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from tenants.models import Operator, Tenant
+from tenants.models import Operator, PlatformToken, Tenant
 from tenants.services.tenants import tenant_onboard
+from tenants.services.tokens import token_issue, token_revoke
 from tenants.services.users import operator_create
 
 DEMO_SLUG = "demo"
 DEMO_USERS = ("alice", "bob")
+DEMO_TOKEN_NAME = "demo MCP token (alice)"  # noqa: S105 - a label, not a secret
 
 
 class Command(BaseCommand):
@@ -45,6 +49,8 @@ class Command(BaseCommand):
             account = accounts.get(username=username)
             account.set_password(pw)
             account.save(update_fields=["password"])
+        mcp_token = self._alice_token()
+        mcp_url = urljoin(options["url"], "/mcp/")
         self.stdout.write(
             "\n".join(
                 [
@@ -53,7 +59,20 @@ class Command(BaseCommand):
                     f"  platform admin  login: admin        password: {password}",
                     f"  tenant admin    login: demo-admin   password: {tenant_password}",
                     f"  demo tenant '{DEMO_SLUG}' with users: {', '.join(DEMO_USERS)}",
+                    f"Atlas MCP:     {mcp_url}   (streamable HTTP, acting for alice)",
+                    f"  Authorization: Bearer {mcp_token}",
                     "",
                 ]
             )
         )
+
+    def _alice_token(self) -> str:
+        """A fresh MCP token for alice; the one an earlier run printed is revoked."""
+        tenant = Tenant.objects.get(slug=DEMO_SLUG)
+        alice = tenant.users.get(external_id="alice")
+        earlier = PlatformToken.objects.filter(
+            tenant=tenant, user=alice, name=DEMO_TOKEN_NAME, revoked_at__isnull=True
+        )
+        for token in earlier:
+            token_revoke(token=token)
+        return token_issue(tenant=tenant, user=alice, name=DEMO_TOKEN_NAME).secret

@@ -1,0 +1,40 @@
+"""OpenAPI pieces every API app shares: the error body and documented error responses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+
+class ErrorDetailOut(serializers.Serializer[Any]):
+    code = serializers.CharField(help_text="Machine code, e.g. `invalid`, `user_not_found`.")
+    message = serializers.CharField(help_text="What went wrong, for a human.")
+    details = serializers.JSONField(required=False, help_text="Per-field problems, if any.")
+    request_id = serializers.CharField(allow_null=True, help_text="Quote it in bug reports.")
+
+
+class ErrorOut(serializers.Serializer[Any]):
+    """Every error: ``{"error": {code, message, details?, request_id}}``."""
+
+    error = ErrorDetailOut()
+
+
+ERROR_TEXT = {
+    400: "Invalid input (details per field) or a rule of the memory service.",
+    401: "No token, or a malformed, revoked or expired one.",
+    403: "The token may not do this (catalog endpoints need a tenant token with catalog rights).",
+    404: "No such user, memory or path for this token (other tenants' ids look the same).",
+    409: "A conflicting write, or the first request with this Idempotency-Key still runs.",
+    413: "The request body is larger than ATLAS_MAX_REQUEST_BYTES.",
+    415: "The body is not JSON (send Content-Type: application/json).",
+    422: "This Idempotency-Key was used for a different request.",
+    429: "Rate limit for this token reached; see Retry-After.",
+    503: "The memory store is unavailable; nothing was written.",
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """Documented error responses (all in the shared shape) for ``extend_schema``."""
+    return {code: OpenApiResponse(ErrorOut, description=ERROR_TEXT[code]) for code in codes}

@@ -1,0 +1,35 @@
+"""Gunicorn for Atlas in production: uvicorn workers serving the ASGI app (Django + MCP).
+
+    gunicorn -c deploy/gunicorn.conf.py
+
+Each worker is a separate process with its own event loop, database connections, embedder and
+MCP session manager (started by the ASGI lifespan). The MCP transport is stateless, so any
+worker can answer any request: no sticky sessions needed. See deploy/README.md.
+"""
+
+import os
+
+wsgi_app = "atlas_platform.asgi:application"
+worker_class = "uvicorn_worker.UvicornWorker"  # the maintained successor of uvicorn.workers
+bind = os.environ.get("ATLAS_BIND", "0.0.0.0:8000")
+
+# Recall and writes are CPU work (embedding) on each worker's Django thread, with
+# ATLAS_EMBEDDER_THREADS (default 2) per embedding: about one worker per two cores fills the box.
+workers = int(os.environ.get("WEB_CONCURRENCY", max(2, (os.cpu_count() or 2) // 2)))
+
+# Not preloaded: the ONNX runtime and the MCP session manager are built per worker, after fork.
+preload_app = False
+timeout = int(os.environ.get("ATLAS_WORKER_TIMEOUT", "60"))
+graceful_timeout = 30
+keepalive = 5
+# Recycle workers now and then so slow leaks (in any dependency) cannot grow without bound.
+max_requests = 2000
+max_requests_jitter = 200
+
+# Behind a TLS-terminating proxy, list its address so X-Forwarded-Proto/For are trusted (the
+# admin then builds https:// URLs, including the MCP URL in the client config snippet).
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+accesslog = "-"
+errorlog = "-"
+loglevel = os.environ.get("LOG_LEVEL", "info").lower()

@@ -1,0 +1,139 @@
+"""Bearer-token authentication of every MCP request, before the MCP SDK sees it.
+
+``/mcp/`` serves a user-scoped token's own user; ``/api/atlas/mcp/<external_id>`` serves the user
+a token names (a tenant token: any active user of its tenant; a user token: only its own). The
+resolved identity rides in the ASGI scope, where the tools read it back through the SDK's request
+context, so no tool ever trusts a user id from its arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from atlas_platform.api import error_body
+from atlas_platform.context import Actor, request_id
+from atlas_platform.exceptions import AtlasError, AuthenticationFailed, PermissionDenied
+from atlas_platform.exceptions import ValidationError as AtlasValidationError
+from atlas_platform.middleware import REQUEST_ID_HEADER, choose_request_id
+from tenants.models import PlatformToken, User
+from tenants.selectors import user_for_token
+from tenants.services.tokens import token_authenticate
+
+IDENTITY_SCOPE_KEY = "atlas.mcp.identity"
+_DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]  # what Django allows with DEBUG and no list
+
+
+@dataclass(frozen=True)
+class McpIdentity:
+    """Who an MCP request acts as: the token presented and the user it acts for."""
+
+    token: PlatformToken
+    user: User
+    request_id: str
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(type="token", id=str(self.token.pk), label=self.token.name)
+
+
+def identity_resolve(*, authorization: str, external_id: str | None) -> tuple[PlatformToken, User]:
+    """The token behind an ``Authorization`` header and the user it acts for (sync, DB).
+
+    ``external_id`` is the user named in the path, or None on ``/mcp/`` (the token's own user).
+    Raises ``AuthenticationFailed`` (401), ``NotFound`` (404: a user the token may not name,
+    never saying whether it exists elsewhere) or ``PermissionDenied`` (403: a tenant token on
+    ``/mcp/``, which does not say whom it acts for).
+    """
+    scheme, _, raw = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise AuthenticationFailed("Send 'Authorization: Bearer <token>'.", code="unauthenticated")
+    token = token_authenticate(raw=raw.strip())
+    if external_id is None:
+        if token.user is None:
+            raise PermissionDenied(
+                "A tenant token must name the user it acts for: use /api/atlas/mcp/<user_id>.",
+                code="user_required",
+            )
+        external_id = token.user.external_id
+    return token, user_for_token(token=token, external_id=external_id)
+
+
+def _resolve_in_request(authorization: str, external_id: str | None) -> tuple[PlatformToken, User]:
+    """``identity_resolve`` with Django's per-request connection hygiene around it."""
+    close_old_connections()
+    try:
+        return identity_resolve(authorization=authorization, external_id=external_id)
+    finally:
+        close_old_connections()
+
+
+def _header(scope: Scope, name: str) -> str:
+    wanted = name.lower().encode("latin-1")
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == wanted), "")
+
+
+def _host_allowed(host: str) -> bool:
+    """The same ``ALLOWED_HOSTS`` rule Django applies to every other path."""
+    domain, _port = split_domain_port(host)
+    allowed = settings.ALLOWED_HOSTS or (_DEBUG_HOSTS if settings.DEBUG else [])
+    return bool(domain) and validate_host(domain, allowed)
+
+
+async def _refuse(exc: AtlasError, rid: str, send: Send) -> None:
+    """Answer with the shared error shape; 401s carry the Bearer challenge."""
+    with request_id(rid):
+        body = json.dumps(error_body(exc.code, exc.message)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if exc.status_code == 401:
+        challenge = 'Bearer realm="atlas"' + (
+            "" if exc.code == "unauthenticated" else ', error="invalid_token"'
+        )
+        headers.append((b"www-authenticate", challenge.encode()))
+    await send({"type": "http.response.start", "status": exc.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BearerAuth:
+    """ASGI wrapper: authenticate, resolve the user, then hand the request to ``app``.
+
+    Refused requests never reach the MCP SDK, so no tool runs for them. Every response carries
+    ``X-Request-ID`` (the caller's, if well formed).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(
+        self, scope: Scope, receive: Receive, send: Send, *, external_id: str | None
+    ) -> None:
+        rid = choose_request_id(_header(scope, REQUEST_ID_HEADER))
+        send = _echo_request_id(send, rid)
+        if not _host_allowed(_header(scope, "host")):
+            bad_host = AtlasValidationError("Invalid Host header.", code="bad_host")
+            await _refuse(bad_host, rid, send)
+            return
+        resolve = sync_to_async(_resolve_in_request, thread_sensitive=True)
+        try:
+            token, user = await resolve(_header(scope, "authorization"), external_id)
+        except AtlasError as exc:
+            await _refuse(exc, rid, send)
+            return
+        identity = McpIdentity(token=token, user=user, request_id=rid)
+        await self.app({**scope, IDENTITY_SCOPE_KEY: identity}, receive, send)
+
+
+def _echo_request_id(send: Send, rid: str) -> Send:
+    async def sender(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [*message.get("headers", []), (b"x-request-id", rid.encode())]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sender

@@ -1,0 +1,82 @@
+"""What the MCP tools answer: memories as JSON, successes and domain errors as tool results."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from atlas_platform.exceptions import AtlasError
+from memory.engine.types import MemoryDoc
+from memory.services.recall import RecallResult
+from memory.services.writes import TurnResult
+
+# Internal to the platform or useless to a model (the embedding is 384 floats).
+_HIDDEN = frozenset({"embedding", "tenant_id", "user_id", "metadata"})
+_PROCEDURAL = frozenset({"success_count", "failure_count", "last_success_at", "version"})
+_SEMANTIC = frozenset({"use_count", "last_used_at"})
+
+
+def _hidden(memory_type: str) -> frozenset[str]:
+    """Fields that mean nothing for this type (their defaults would only add noise)."""
+    hidden = _HIDDEN
+    if memory_type != "procedural":
+        hidden |= _PROCEDURAL
+    if memory_type != "semantic":
+        hidden |= _SEMANTIC
+    return hidden
+
+
+def memory_out(doc: MemoryDoc) -> dict[str, Any]:
+    """One memory: its set fields (ISO 8601 times), plus ``superseded`` for facts."""
+    hidden = _hidden(doc.memory_type)
+    data = {
+        key: value
+        for key, value in doc.to_source().items()
+        if key not in hidden and value not in ([], {})
+    }
+    if doc.memory_type == "semantic":
+        data["superseded"] = doc.is_superseded
+    return data
+
+
+def recall_out(result: RecallResult) -> dict[str, Any]:
+    """Ranked memories, best first, and how the ranking was made."""
+    return {
+        "memories": [
+            {"rank": hit.rank, "score": hit.score, **memory_out(hit.doc)} for hit in result.hits
+        ],
+        "reranked": result.reranked,
+        "reranker": result.reranker,
+        "legs": result.legs,
+        "took_ms": result.took_ms,
+    }
+
+
+def written_out(doc: MemoryDoc) -> dict[str, Any]:
+    return {"memory": memory_out(doc)}
+
+
+def turn_out(result: TurnResult) -> dict[str, Any]:
+    return {"episode": memory_out(result.episode), "recalled": recall_out(result.recall)}
+
+
+def chain_out(chain: list[MemoryDoc]) -> dict[str, Any]:
+    return {"chain": [memory_out(doc) for doc in chain]}
+
+
+def success(data: dict[str, Any]) -> CallToolResult:
+    """The same JSON as text (for any client) and as structured content."""
+    text = json.dumps(data, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def failure(exc: AtlasError) -> CallToolResult:
+    """A domain error as a tool error the model can read and act on."""
+    error = {"code": exc.code, "message": exc.message}
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{exc.message} ({exc.code})")],
+        structured_content={"error": error},
+        is_error=True,
+    )

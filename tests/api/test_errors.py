@@ -1,0 +1,163 @@
+"""Bad input, oversized bodies and rate limits: 4xx in the shared error shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import error_code, tenant_token
+
+pytestmark = pytest.mark.usefixtures("store")
+MISSING = "0" * 32
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "code", "field"),
+    [
+        ("turns", {}, "invalid", "text"),
+        ("turns", {"text": "hi", "k": 0}, "invalid", "k"),
+        ("turns", {"text": "hi", "timestamp": "yesterday"}, "invalid", "timestamp"),
+        ("recall", {}, "invalid", "query"),
+        ("recall", {"query": "x", "k": 51}, "invalid", "k"),
+        ("recall", {"query": "x", "k": "ten"}, "invalid", "k"),
+        ("recall", {"query": "x", "memory_types": ["catalog"]}, "invalid", "memory_types"),
+        ("recall", {"query": "x", "include_catalog": "maybe"}, "invalid", "include_catalog"),
+        ("memories", {"text": "x"}, "invalid", "memory_type"),
+        ("memories", {"text": "x", "memory_type": "episodic"}, "invalid", "memory_type"),
+        ("memories", {"text": 5, "memory_type": "semantic"}, "invalid", "text"),
+        ("memories", {"text": "x", "memory_type": "semantic", "confidence": 2}, "invalid", None),
+        ("memories", {"text": "x", "memory_type": "semantic", "supersedes": "a"}, "invalid", None),
+        ("memories", {"text": "x", "memory_type": "procedural", "steps": [{}]}, "invalid", None),
+        ("memories", {"text": "x", "memory_type": "procedural", "steps": [3]}, "invalid", None),
+        ("memories", {"text": "x", "memory_type": "semantic", "metadata": []}, "invalid", None),
+        ("memories", [], "invalid", None),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(api, alice_token, path, body, code, field):
+    response = api.post(f"users/alice/{path}", body, token=alice_token)
+
+    assert response.status_code == 400, response.content
+    assert error_code(response) == code
+    if field:
+        assert field in response.json()["error"]["details"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "code"),
+    [
+        ("memories", {"text": "x", "memory_type": "semantic", "supersedes": [MISSING]}, 404),
+        ("memories", {"text": "x", "memory_type": "procedural", "contradiction": "harsh"}, 400),
+        ("recall", {"query": "x", "since": "2026-02-01T00:00Z", "until": "2026-01-01T00:00Z"}, 400),
+        ("recall", {"query": "   "}, 400),
+        (f"procedures/{MISSING}/outcome", {"success": True}, 404),
+        (f"procedures/{MISSING}/outcome", {"success": True, "refined_steps": []}, 400),
+    ],
+)
+def test_service_rules_answer_in_the_shared_shape(api, alice_token, path, body, code):
+    response = api.post(f"users/alice/{path}", body, token=alice_token)
+
+    assert response.status_code == code, response.content
+    error_code(response)
+
+
+def test_text_over_the_service_limit_is_a_400_from_the_service(api, alice_token, settings):
+    settings.ATLAS_MAX_MEMORY_CHARS = 100
+
+    response = api.post(
+        "users/alice/memories", {"text": "x" * 101, "memory_type": "semantic"}, token=alice_token
+    )
+
+    assert response.status_code == 400 and error_code(response) == "text_too_long"
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "code"),
+    [('{"text": ', 400, "parse_error"), ("[1, 2", 400, "parse_error"), ("", 400, "invalid")],
+)
+def test_malformed_json_is_a_400(api, alice_token, raw, status, code):
+    response = api.post("users/alice/memories", raw=raw, token=alice_token)
+
+    assert response.status_code == status and error_code(response) == code
+
+
+def test_a_body_that_is_not_json_is_a_415(api, alice_token):
+    response = api.client.post(
+        "/api/v1/users/alice/recall",
+        data="query=x",
+        content_type="application/x-www-form-urlencoded",
+        HTTP_AUTHORIZATION=f"Bearer {alice_token}",
+    )
+
+    assert response.status_code == 415 and error_code(response) == "unsupported_media_type"
+
+
+def test_unknown_ids_and_paths_are_404(api, alice_token, acme):
+    memory = api.get(f"users/alice/memories/{MISSING}", token=alice_token)
+    history = api.get(f"users/alice/memories/{MISSING}/history", token=alice_token)
+    catalog = api.delete("catalog/nope", token=tenant_token(acme, allow_catalog=True))
+
+    for response in (memory, history, catalog):
+        assert response.status_code == 404 and error_code(response) == "memory_not_found"
+
+
+def test_a_bad_catalog_cursor_or_limit_is_a_400(api, acme):
+    token = tenant_token(acme, allow_catalog=True)
+
+    for query in ("after=not-a-cursor", "after=WyJ4IiwgInkiXQ", "limit=0", "limit=abc"):
+        response = api.get(f"catalog?{query}", token=token)
+        assert response.status_code == 400, query
+        error_code(response)
+
+
+def test_an_oversized_body_is_a_413(api, alice_token, settings):
+    settings.ATLAS_MAX_REQUEST_BYTES = 1024
+
+    response = api.post(
+        "users/alice/memories", {"text": "x" * 2000, "memory_type": "semantic"}, token=alice_token
+    )
+
+    assert response.status_code == 413 and error_code(response) == "request_too_large"
+    assert "1024" in response.json()["error"]["message"]
+
+
+def test_the_default_limit_is_256_kib(api, alice_token):
+    response = api.post("users/alice/recall", {"query": "x" * 300_000}, token=alice_token)
+
+    assert response.status_code == 413
+
+
+def test_past_the_rate_limit_it_is_a_429_with_retry_after(api, alice_token, settings):
+    settings.ATLAS_RATE_RECALL = "2/min"
+
+    answers = [api.post("users/alice/recall", {"query": "x"}, token=alice_token) for _ in range(3)]
+    write = api.post(
+        "users/alice/memories", {"text": "x", "memory_type": "semantic"}, token=alice_token
+    )
+
+    assert [r.status_code for r in answers] == [200, 200, 429]
+    assert error_code(answers[2]) == "throttled"
+    assert 0 < int(answers[2]["Retry-After"]) <= 60
+    assert write.status_code == 201  # writes have their own bucket
+
+
+def test_rate_limits_are_per_token(api, alice, settings):
+    settings.ATLAS_RATE_WRITE = "1/min"
+    from tests.api.conftest import user_token
+
+    first, second = user_token(alice), user_token(alice)
+    body = {"text": "x", "memory_type": "semantic"}
+
+    assert api.post("users/alice/memories", body, token=first).status_code == 201
+    assert api.post("users/alice/memories", body, token=first).status_code == 429
+    assert api.post("users/alice/memories", body, token=second).status_code == 201
+
+
+def test_an_unknown_api_path_is_a_json_404(api, alice_token):
+    for path in ("nope", "users/alice/memories/x/y/z", "catalog/bad%20id"):
+        response = api.get(path, token=alice_token)
+        assert response.status_code == 404 and error_code(response) == "not_found", path
+
+
+def test_a_method_an_endpoint_lacks_is_a_405(api, alice_token):
+    response = api.call("PATCH", "users/alice/recall", {"query": "x"}, token=alice_token)
+
+    assert response.status_code == 405 and error_code(response) == "method_not_allowed"

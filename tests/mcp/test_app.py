@@ -1,0 +1,60 @@
+"""The served ASGI app: MCP paths go to the MCP server, everything else to Django."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+
+from memory.mcp.app import mcp_route
+from tenants.models import AuditEvent, Tenant, User
+from tests.mcp.conftest import issue, mcp_session, payload, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/mcp", (True, None)),
+        ("/mcp/", (True, None)),
+        ("/api/atlas/mcp/alice", (True, "alice")),
+        ("/api/atlas/mcp/alice/", (True, "alice")),
+        ("/mcp/extra", (False, None)),
+        ("/api/atlas/mcp/", (False, None)),
+        ("/api/atlas/mcp/a/b", (False, None)),
+        ("/admin/", (False, None)),
+    ],
+)
+def test_it_routes_only_the_mcp_paths_to_mcp(path: str, expected: tuple[bool, Any]) -> None:
+    assert mcp_route(path) == expected
+
+
+def test_django_still_serves_the_admin_its_static_files_and_health(atlas_server: str) -> None:
+    login = httpx2.get(f"{atlas_server}/admin/login/", timeout=30)
+    css = httpx2.get(f"{atlas_server}/static/admin/css/base.css", timeout=30)
+    health = httpx2.get(f"{atlas_server}/healthz", timeout=30)
+
+    assert login.status_code == 200 and "/static/admin/css/base.css" in login.text
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    assert health.json() == {"status": "ok"}
+
+
+def test_the_endpoint_answers_without_a_trailing_slash_and_attributes_the_request(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> dict[str, Any]:
+        async with mcp_session(
+            f"{atlas_server}/mcp", token, headers={"X-Request-ID": "agent-req-0001"}
+        ) as session:
+            return payload(
+                await session.call_tool(
+                    "write_memory", {"memory_type": "semantic", "text": "Alice rows on Sundays"}
+                )
+            )
+
+    assert run(scenario)["memory"]["text"] == "Alice rows on Sundays"
+    assert AuditEvent.objects.get(action="memory.write").request_id == "agent-req-0001"

@@ -1,0 +1,269 @@
+"""The MCP tools end to end: the official SDK client over HTTP against a live Atlas server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tenants.models import AuditEvent, PlatformToken, Tenant, User
+from tests.mcp.conftest import issue, mcp_session, payload, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOL_NAMES = {"recall_memory", "write_memory", "forget_memory", "record_turn", "memory_history"}
+
+
+def _own(atlas_server: str) -> str:
+    return f"{atlas_server}/mcp/"
+
+
+def test_it_lists_the_memory_tools_with_described_schemas(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> list[Any]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            return (await session.list_tools()).tools
+
+    tools = run(scenario)
+    assert {t.name for t in tools} == TOOL_NAMES
+    for tool in tools:
+        assert tool.description and len(tool.description) > 40, tool.name
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+    by_name = {t.name: t for t in tools}
+    assert "supersedes" in by_name["write_memory"].description
+    assert "explicitly" in by_name["forget_memory"].description
+    assert by_name["recall_memory"].input_schema["properties"]["k"]["maximum"] == 20
+    assert by_name["recall_memory"].annotations.read_only_hint is True
+    assert by_name["forget_memory"].annotations.destructive_hint is True
+
+
+def test_sarah_moves_and_recall_only_shows_where_she_lives_now(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> tuple[dict[str, Any], ...]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            old = payload(
+                await session.call_tool(
+                    "write_memory",
+                    {
+                        "memory_type": "semantic",
+                        "text": "Sarah lives in Bristol",
+                        "fact_type": "world",
+                    },
+                )
+            )["memory"]
+            new = payload(
+                await session.call_tool(
+                    "write_memory",
+                    {
+                        "memory_type": "semantic",
+                        "text": "We left Bristol; Sarah now lives in Edinburgh",
+                        "supersedes": [old["id"]],
+                        "contradiction": "natural",
+                    },
+                )
+            )["memory"]
+            recalled = payload(
+                await session.call_tool("recall_memory", {"query": "where does Sarah live?"})
+            )
+            history = payload(await session.call_tool("memory_history", {"memory_id": old["id"]}))
+            return old, new, recalled, history
+
+    old, new, recalled, history = run(scenario)
+    memories = recalled["memories"]
+    assert memories[0]["id"] == new["id"]
+    assert "Edinburgh" in memories[0]["text"]
+    assert old["id"] not in {m["id"] for m in memories}
+    assert not any(m["text"] == "Sarah lives in Bristol" for m in memories)
+    chain = history["chain"]
+    assert [m["id"] for m in chain] == [old["id"], new["id"]]
+    assert chain[0]["superseded_by"] == new["id"] and chain[0]["superseded"] is True
+    assert chain[1]["supersedes"] == [old["id"]] and chain[1]["superseded"] is False
+
+
+def test_a_fact_written_in_a_turn_is_recalled_in_the_same_turn(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            written = payload(
+                await session.call_tool(
+                    "write_memory",
+                    {
+                        "memory_type": "semantic",
+                        "text": "Alice's build server runs PostgreSQL 16.4",
+                        "fact_type": "world",
+                    },
+                )
+            )["memory"]
+            recalled = payload(
+                await session.call_tool(
+                    "recall_memory",
+                    {"query": "PostgreSQL 16.4 build server", "memory_types": ["semantic"], "k": 3},
+                )
+            )
+            return written, recalled
+
+    written, recalled = run(scenario)
+    assert recalled["memories"][0]["id"] == written["id"]
+    assert recalled["memories"][0]["rank"] == 1
+
+
+def test_a_turn_is_recorded_and_recalls_on_the_users_words(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            await session.call_tool(
+                "write_memory",
+                {"memory_type": "semantic", "text": "Alice deploys with the ERR_4417 workaround"},
+            )
+            turn = payload(
+                await session.call_tool(
+                    "record_turn",
+                    {"text": "ERR_4417 again on deploy", "session_id": "s-1", "agent": "claude"},
+                )
+            )
+            recalled = payload(
+                await session.call_tool(
+                    "recall_memory", {"query": "ERR_4417", "memory_types": ["episodic"]}
+                )
+            )
+            return turn, recalled
+
+    turn, recalled = run(scenario)
+    episode = turn["episode"]
+    assert episode["memory_type"] == "episodic" and episode["session_id"] == "s-1"
+    assert "ERR_4417" in turn["recalled"]["memories"][0]["text"]
+    assert episode["id"] not in {m["id"] for m in turn["recalled"]["memories"]}
+    assert recalled["memories"][0]["id"] == episode["id"]
+
+
+def test_superseding_an_unknown_id_is_a_tool_error_and_writes_nothing(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+    before = AuditEvent.objects.filter(action__startswith="memory.").count()
+
+    async def scenario() -> Any:
+        async with mcp_session(_own(atlas_server), token) as session:
+            return await session.call_tool(
+                "write_memory",
+                {"memory_type": "semantic", "text": "Sarah moved again", "supersedes": ["nope"]},
+            )
+
+    result = run(scenario)
+    assert result.is_error
+    assert payload(result)["error"] == {
+        "code": "memory_not_found",
+        "message": "No memory 'nope' for this user.",
+    }
+    assert "No memory 'nope' for this user." in result.content[0].text
+    assert AuditEvent.objects.filter(action__startswith="memory.").count() == before
+
+
+def test_bad_arguments_are_a_tool_error_not_a_crash(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> tuple[Any, Any]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            too_many = await session.call_tool("recall_memory", {"query": "x", "k": 21})
+            empty = await session.call_tool(
+                "write_memory", {"memory_type": "semantic", "text": "   "}
+            )
+            return too_many, empty
+
+    too_many, empty = run(scenario)
+    assert too_many.is_error and "k" in too_many.content[0].text
+    assert empty.is_error and payload(empty)["error"]["code"] == "empty_text"
+
+
+def test_forget_deletes_and_the_audit_names_the_token(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    token = issue(acme, alice)
+
+    async def scenario() -> tuple[Any, ...]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            fact = payload(
+                await session.call_tool(
+                    "write_memory",
+                    {"memory_type": "semantic", "text": "Alice's locker code is 4417"},
+                )
+            )["memory"]
+            forgotten = payload(await session.call_tool("forget_memory", {"memory_id": fact["id"]}))
+            recalled = payload(await session.call_tool("recall_memory", {"query": "locker code"}))
+            again = await session.call_tool("forget_memory", {"memory_id": fact["id"]})
+            return fact, forgotten, recalled, again
+
+    fact, forgotten, recalled, again = run(scenario)
+    assert forgotten == {"forgotten": fact["id"]}
+    assert fact["id"] not in {m["id"] for m in recalled["memories"]}
+    assert again.is_error and payload(again)["error"]["code"] == "memory_not_found"
+    event = AuditEvent.objects.get(action="memory.forget")
+    token_row = PlatformToken.objects.get(user=alice)
+    assert (event.actor_type, event.actor_id) == ("token", str(token_row.pk))
+    assert event.actor_label == token_row.name
+    assert event.subject_user_id == alice.pk
+    assert len(event.request_id) >= 8
+
+
+def test_a_playbook_is_written_with_its_steps(atlas_server: str, acme: Tenant, alice: User) -> None:
+    token = issue(acme, alice)
+    steps = [
+        {"order": 1, "instruction": "Run the migrations", "tool": "manage.py"},
+        {"order": 2, "instruction": "Restart the workers"},
+    ]
+
+    async def scenario() -> Any:
+        async with mcp_session(_own(atlas_server), token) as session:
+            return payload(
+                await session.call_tool(
+                    "write_memory",
+                    {
+                        "memory_type": "procedural",
+                        "text": "How Alice deploys",
+                        "name": "deploy",
+                        "trigger": "a release is tagged",
+                        "steps": steps,
+                    },
+                )
+            )["memory"]
+
+    playbook = run(scenario)
+    assert playbook["memory_type"] == "procedural" and playbook["name"] == "deploy"
+    assert [s["instruction"] for s in playbook["steps"]] == [s["instruction"] for s in steps]
+
+
+def test_a_tenant_token_acts_for_the_user_named_in_the_path(
+    atlas_server: str, acme: Tenant, alice: User, bob: User
+) -> None:
+    token = issue(acme)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with mcp_session(f"{atlas_server}/api/atlas/mcp/alice", token) as session:
+            await session.call_tool(
+                "write_memory", {"memory_type": "semantic", "text": "Alice prefers tea"}
+            )
+            alices = payload(await session.call_tool("recall_memory", {"query": "tea"}))
+        async with mcp_session(f"{atlas_server}/api/atlas/mcp/bob", token) as session:
+            bobs = payload(await session.call_tool("recall_memory", {"query": "tea"}))
+        return alices, bobs
+
+    alices, bobs = run(scenario)
+    assert [m["text"] for m in alices["memories"]] == ["Alice prefers tea"]
+    assert bobs["memories"] == []
+    event = AuditEvent.objects.get(action="memory.write")
+    assert event.subject_user_id == alice.pk and event.actor_type == "token"

@@ -1,0 +1,43 @@
+"""The user change page shows copy-paste MCP client configs with the site's URL, never a secret."""
+
+import html
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tenants.models import Tenant, User
+from tenants.services.tokens import token_issue
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_user_page_shows_client_configs_for_the_users_mcp_url(
+    acme_client: Client, acme: Tenant, alice: User, settings: Any
+) -> None:
+    settings.ALLOWED_HOSTS = ["atlas.example"]
+    secret = token_issue(tenant=acme, user=alice, name="alice-agent").secret
+
+    response = acme_client.get(
+        reverse("admin:tenants_user_change", args=[alice.pk]), HTTP_HOST="atlas.example:8443"
+    )
+
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 200
+    assert '"url": "http://atlas.example:8443/api/atlas/mcp/alice"' in page
+    assert '"type": "http"' in page
+    assert '"Authorization": "Bearer <ATLAS_TOKEN>"' in page
+    assert "mcp-remote" in page and "~/.cursor/mcp.json" in page
+    assert "http://atlas.example:8443/mcp/" in page
+    assert reverse("admin:tenants_platformtoken_add") in page
+    assert secret not in page
+    assert "atlas_" not in page.replace("atlas_admin", "").replace("atlas_token", "")
+
+
+def test_the_users_external_id_is_escaped_in_the_url(acme_client: Client, acme: Tenant) -> None:
+    odd = User.objects.create(tenant=acme, external_id="a b/<c>")
+
+    response = acme_client.get(reverse("admin:tenants_user_change", args=[odd.pk]))
+
+    assert "/api/atlas/mcp/a%20b%2F%3Cc%3E" in response.content.decode()
