@@ -6,6 +6,7 @@ supersession rules) and answer with the shared error shape.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -137,6 +138,53 @@ class MemoryOut(serializers.Serializer[MemoryDoc]):
     last_success_at = serializers.DateTimeField(allow_null=True)
     version = serializers.IntegerField(help_text="Playbook version (refined steps add one).")
 
+    def to_representation(self, instance: MemoryDoc) -> dict[str, Any]:
+        """The declared fields (they define the schema), built directly: DRF's per-field
+        machinery cost ~1.5 ms a memory, the largest share of a recall request's own CPU."""
+        return memory_json(instance)
+
+
+def _when(value: datetime | None) -> str | None:
+    """DRF's ISO 8601 rendering: UTC with a ``Z``."""
+    if value is None:
+        return None
+    text = value.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def memory_json(doc: MemoryDoc) -> dict[str, Any]:
+    return {
+        "id": doc.id,
+        "type": doc.memory_type,
+        "text": doc.text,
+        "created_at": _when(doc.created_at),
+        "timestamp": _when(doc.timestamp),
+        "confidence": float(doc.confidence),
+        "source": doc.source,
+        "tags": [str(t) for t in doc.tags],
+        "metadata": dict(doc.metadata),
+        "session_id": doc.session_id,
+        "agent": doc.agent,
+        "fact_type": doc.fact_type,
+        "supersedes": [str(i) for i in doc.supersedes],
+        "superseded_by": doc.superseded_by,
+        "superseded_at": _when(doc.superseded_at),
+        "contradiction": doc.contradiction,
+        "supporting_episode_ids": [str(i) for i in doc.supporting_episode_ids],
+        "valid_from": _when(doc.valid_from),
+        "valid_to": _when(doc.valid_to),
+        "last_used_at": _when(doc.last_used_at),
+        "use_count": int(doc.use_count),
+        "name": doc.name,
+        "description": doc.description,
+        "trigger": doc.trigger,
+        "steps": [dict(step) for step in doc.steps],
+        "success_count": int(doc.success_count),
+        "failure_count": int(doc.failure_count),
+        "last_success_at": _when(doc.last_success_at),
+        "version": int(doc.version),
+    }
+
 
 class RecallHitOut(MemoryOut):
     """A memory plus where recall ranked it."""
@@ -149,7 +197,7 @@ class RecallHitOut(MemoryOut):
 
     def to_representation(self, instance: RecallHit) -> dict[str, Any]:  # type: ignore[override]
         return {
-            **MemoryOut(instance.doc).data,
+            **memory_json(instance.doc),
             "score": instance.score,
             "rank": instance.rank,
             "leg_ranks": instance.leg_ranks,
