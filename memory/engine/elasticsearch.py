@@ -413,8 +413,7 @@ def _substitute(value: Any, prefix: str, dims: int) -> Any:
 
 
 def _doc(source: Json) -> MemoryDoc:
-    # to_source drops None fields, but from_source needs user_id (None for the catalog).
-    return MemoryDoc.from_source({"user_id": None, **source})
+    return MemoryDoc.from_source(source)
 
 
 def _error_body(exc: ApiError) -> Json:
