@@ -139,6 +139,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.api.authentication.PlatformTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "atlas_platform.api.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["atlas_platform.api.StrictJSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -204,6 +205,10 @@ ATLAS_RERANKER_MODEL = env.str("ATLAS_RERANKER_MODEL", default="")
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
+# Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
+# sooner once this many documents wait (memory/bookkeeping.py).
+ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)
+ATLAS_USAGE_FLUSH_BATCH = env.int("ATLAS_USAGE_FLUSH_BATCH", default=200)
 ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
 ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)
 

@@ -9,7 +9,6 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpResponseBase
 from rest_framework import exceptions, status
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -73,7 +72,6 @@ def idempotency_key(request: Request) -> str | None:
 class AtlasView(APIView):
     """Token-authenticated endpoint with size limit, rate limits and idempotent writes."""
 
-    parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]
     throttle_classes = [TokenRateThrottle]
     idempotent = True  # False for POSTs that only read (recall)

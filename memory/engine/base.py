@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from memory.engine.types import LegQuery, LegResults, MemoryDoc, MemoryType, Ranking, ReadScope
+from memory.engine.types import (
+    LegQuery,
+    LegResults,
+    MemoryDoc,
+    MemoryType,
+    Ranking,
+    ReadScope,
+    UsageBump,
+)
 
 
 class EngineError(Exception):
@@ -54,6 +63,21 @@ class MemoryBackend(ABC):
         (optimistic concurrency; no server-side scripts). Returns the stored result. Raises
         ``Conflict`` after the retries, ``EngineError`` if the document is gone."""
 
+    def record_usage(self, bumps: list[UsageBump], *, refresh: bool = True) -> int:
+        """Add each bump's ``count`` to its document's ``use_count`` and move ``last_used_at``
+        forward to ``last_used_at`` (never back). Best effort per document: a forgotten one is
+        skipped. ``refresh=False`` lets the store make the change visible on its own schedule
+        (usage is ranking input, not something a caller reads back at once). Returns how many
+        documents changed. Backends override this to batch; this default updates one by one."""
+        changed = 0
+        for bump in bumps:
+            try:
+                self.update(bump.doc, functools.partial(usage_changes, bump=bump))
+            except EngineError:
+                continue
+            changed += 1
+        return changed
+
     @abstractmethod
     def delete(self, doc: MemoryDoc) -> bool:
         """Hard-delete one document (refresh before returning). False if it was not there."""
@@ -82,6 +106,13 @@ class MemoryBackend(ABC):
     @abstractmethod
     def count(self, scope: ReadScope) -> dict[str, int]:
         """Documents per memory type inside ``scope`` (catalog included)."""
+
+
+def usage_changes(current: MemoryDoc, bump: UsageBump) -> dict[str, Any]:
+    """The fields a usage bump changes on the current version of a document."""
+    last = current.last_used_at
+    latest = bump.last_used_at if last is None or bump.last_used_at > last else last
+    return {"use_count": current.use_count + bump.count, "last_used_at": latest}
 
 
 def gauss_decay(age_days: float, ranking: Ranking) -> float:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
 
 from atlas_platform.cluster import Cluster, ClusterConfig
-from memory.engine.base import Conflict, EngineError, MemoryBackend
+from memory.engine.base import Conflict, EngineError, MemoryBackend, usage_changes
 from memory.engine.types import (
     MEMORY_TYPES,
     LegHit,
@@ -30,6 +30,7 @@ from memory.engine.types import (
     Ranking,
     ReadScope,
     RecallFilter,
+    UsageBump,
 )
 
 Json = dict[str, Any]
@@ -128,6 +129,43 @@ class ElasticsearchBackend(MemoryBackend):
                 raise EngineError(f"Elasticsearch could not update {doc.id}: {exc}") from exc
             return updated
         raise Conflict(f"{doc.id} kept changing under {UPDATE_RETRIES} attempts to update it")
+
+    def record_usage(self, bumps: list[UsageBump], *, refresh: bool = True) -> int:
+        """One ``mget`` and one conditional ``bulk`` for the whole batch (no scripts on this
+        cluster); the few that lose a race to another writer go through ``update``."""
+        if not bumps:
+            return 0
+        refs = [
+            {"_index": self._index(b.doc.memory_type), "_id": b.doc.id, "routing": _routing(b.doc)}
+            for b in bumps
+        ]
+        found = _call("read usage", lambda: self._writer.mget(docs=refs))["docs"]
+        operations: list[Json] = []
+        batch: list[UsageBump] = []
+        for bump, ref, got in zip(bumps, refs, found, strict=True):
+            if not got.get("found"):
+                continue  # forgotten since it was recalled
+            current = _doc(got["_source"])
+            updated = dataclasses.replace(current, **usage_changes(current, bump))
+            condition = {"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"]}
+            operations += [{"index": {**ref, **condition}}, updated.to_source()]
+            batch.append(bump)
+        if not operations:
+            return 0
+        response = _call(
+            "record usage",
+            lambda: self._writer.bulk(
+                operations=operations, refresh="true" if refresh else "false"
+            ),
+        )
+        changed = 0
+        for bump, item in zip(batch, response["items"], strict=True):
+            status = item["index"].get("status", 500)
+            if status < 300:
+                changed += 1
+            elif status == 409:
+                changed += super().record_usage([bump], refresh=refresh)
+        return changed
 
     def delete(self, doc: MemoryDoc) -> bool:
         try:

@@ -80,8 +80,7 @@ class MemoryDoc:
 
     @classmethod
     def from_source(cls, source: dict[str, Any]) -> MemoryDoc:
-        known = {f.name for f in dataclasses.fields(cls)}
-        data = {k: v for k, v in source.items() if k in known}
+        data = {k: v for k, v in source.items() if k in _FIELD_NAMES}
         data.setdefault("user_id", None)  # catalog documents are stored without one
         for name in DATE_FIELDS:
             if isinstance(data.get(name), str):
@@ -91,6 +90,18 @@ class MemoryDoc:
     @property
     def is_superseded(self) -> bool:
         return self.superseded_by is not None
+
+
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(MemoryDoc))
+
+
+@dataclass(frozen=True)
+class UsageBump:
+    """``count`` recalls of ``doc`` since the last flush, the latest at ``last_used_at``."""
+
+    doc: MemoryDoc
+    count: int
+    last_used_at: datetime
 
 
 @dataclass(frozen=True)

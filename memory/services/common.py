@@ -41,6 +41,8 @@ def clean_text(text: object, *, field: str = "text") -> str:
         raise ValidationError(
             f"{field} is {len(text)} characters; the limit is {limit}.", code="text_too_long"
         )
+    if "\x00" in text:
+        raise ValidationError(f"{field} contains a NUL character; remove it.", code="nul_character")
     return text
 
 

@@ -65,8 +65,12 @@ def memory_recall(
     use_reranker: bool = True,
     apply_decay: bool = True,
     exclude_ids: Sequence[str] = (),
+    vector: list[float] | None = None,
 ) -> RecallResult:
-    """Recall the user's memories (and their tenant's catalog) most relevant to ``query``."""
+    """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
+
+    ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
+    same words to store them), so it is not computed twice."""
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
@@ -80,7 +84,10 @@ def memory_recall(
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
-        vector = embedder().embed_one(query) if "dense" in legs else None
+        if "dense" not in legs:
+            vector = None
+        elif vector is None:
+            vector = embedder().embed_one(query)
         timings["embed_ms"] = _since(started)
         leg_query = LegQuery(
             text=query,

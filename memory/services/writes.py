@@ -87,7 +87,9 @@ def memory_turn_record(
         )
         _audit(user, "memory.turn", episode, session_id=session_id)
         backend().write([episode])
-    recall = memory_recall(user=user, query=text, k=k, exclude_ids=[episode.id])
+    recall = memory_recall(
+        user=user, query=text, k=k, exclude_ids=[episode.id], vector=episode.embedding
+    )
     return TurnResult(episode=episode, recall=recall)
 
 

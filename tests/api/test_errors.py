@@ -161,3 +161,37 @@ def test_a_method_an_endpoint_lacks_is_a_405(api, alice_token):
     response = api.call("PATCH", "users/alice/recall", {"query": "x"}, token=alice_token)
 
     assert response.status_code == 405 and error_code(response) == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("memories", {"text": "tea\u0000time", "memory_type": "semantic"}),
+        (
+            "memories",
+            {"text": "x", "memory_type": "procedural", "steps": [{"instruction": "a\u0000"}]},
+        ),
+        ("turns", {"text": "hello", "session_id": "s\u0000"}),
+        ("memories", {"text": "x", "memory_type": "semantic", "metadata": {"k\u0000": 1}}),
+    ],
+)
+def test_a_nul_character_anywhere_is_a_400_and_nothing_is_written(api, alice_token, path, body):
+    response = api.post(
+        f"users/alice/{path}", body, token=alice_token, headers={"Idempotency-Key": "nul-1"}
+    )
+
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "nul_character"
+    assert "\\u0000" in response.json()["error"]["message"]
+    listed = api.post("users/alice/recall", {"query": "tea time hello"}, token=alice_token)
+    assert listed.json()["hits"] == []
+
+
+def test_the_services_refuse_nul_text_from_any_interface(alice):
+    from atlas_platform.exceptions import ValidationError
+    from memory.services.writes import memory_write
+
+    with pytest.raises(ValidationError) as refused:
+        memory_write(user=alice, text="a\u0000b", memory_type="semantic")
+
+    assert refused.value.code == "nul_character"

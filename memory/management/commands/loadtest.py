@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import statistics
 import time
@@ -49,6 +50,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # One log line per request would cost the client more CPU than the requests.
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
         if options["seed"]:
             self._seed(options["seed"])
             return

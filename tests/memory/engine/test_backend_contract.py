@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.engine.base import signal_multiplier
-from memory.engine.types import LegQuery, MemoryDoc, Ranking, RecallFilter
+from memory.engine.types import LegQuery, MemoryDoc, Ranking, RecallFilter, UsageBump
 from tests.memory.engine.conftest import BackendEnv, make_doc, vec
 
 NOW = datetime.now(UTC)
@@ -300,3 +300,63 @@ def test_count_per_type(env, tenant):
     counts = env.backend.count(env.scope(tenant, "u1"))
 
     assert {k: v for k, v in counts.items() if v} == {"episodic": 2, "procedural": 1, "catalog": 1}
+
+
+def test_record_usage_adds_counts_and_only_moves_last_used_forward(env, tenant):
+    earlier, later = NOW - timedelta(days=2), NOW - timedelta(hours=1)
+    a = make_doc(tenant, "u1", "semantic", "likes green tea", use_count=3, last_used_at=later)
+    b = make_doc(tenant, "u1", "semantic", "owns a bicycle", last_used_at=None)
+    env.backend.write([a, b])
+
+    changed = env.backend.record_usage(
+        [
+            UsageBump(doc=a, count=2, last_used_at=earlier),
+            UsageBump(doc=b, count=5, last_used_at=NOW),
+        ]
+    )
+
+    got = {d.id: d for d in env.backend.get_many(env.scope(tenant, "u1"), [a.id, b.id])}
+    assert changed == 2
+    assert (got[a.id].use_count, got[a.id].last_used_at) == (5, later)
+    assert (got[b.id].use_count, got[b.id].last_used_at) == (5, NOW)
+    assert got[b.id].text == "owns a bicycle"  # the rest of the document is untouched
+
+
+def test_record_usage_skips_forgotten_documents(env, tenant):
+    kept = make_doc(tenant, "u1", "semantic", "plays chess")
+    gone = make_doc(tenant, "u1", "semantic", "plays go")
+    env.backend.write([kept, gone])
+    env.backend.delete(gone)
+
+    changed = env.backend.record_usage(
+        [
+            UsageBump(doc=gone, count=1, last_used_at=NOW),
+            UsageBump(doc=kept, count=1, last_used_at=NOW),
+        ]
+    )
+
+    assert changed == 1
+    assert env.backend.get(env.scope(tenant, "u1"), gone.id) is None
+    assert env.backend.get(env.scope(tenant, "u1"), kept.id).use_count == 1
+
+
+def test_record_usage_without_refresh_is_not_lost_under_concurrent_updates(env, tenant):
+    doc = make_doc(tenant, "u1", "semantic", "counter")
+    env.backend.write([doc])
+
+    def bump() -> None:
+        for _ in range(5):
+            env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)], refresh=False)
+
+    def update() -> None:
+        for _ in range(5):
+            env.backend.update(doc, lambda current: {"use_count": current.use_count + 1})
+
+    threads = [threading.Thread(target=f) for f in (bump, bump, update)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)], refresh=True)
+
+    assert env.backend.get(env.scope(tenant, "u1"), doc.id).use_count == 16
