@@ -221,13 +221,16 @@ class ElasticsearchBackend(MemoryBackend):
             "recall", lambda: client.msearch(searches=searches, max_concurrent_searches=len(legs))
         )
         results.took_ms = (time.perf_counter() - started) * 1000.0
+        docs: dict[str, MemoryDoc] = {}  # a document both legs found is decoded once
         for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
             if "error" in answer:
                 raise EngineError(f"Elasticsearch failed the {leg} leg: {answer['error']}")
-            hits = [
-                LegHit(doc=_doc(h["_source"]), score=float(h["_score"]), rank=n)
-                for n, h in enumerate(answer["hits"]["hits"], start=1)
-            ]
+            hits = []
+            for n, h in enumerate(answer["hits"]["hits"], start=1):
+                doc = docs.get(h["_id"])
+                if doc is None:
+                    doc = docs[h["_id"]] = _doc(h["_source"])
+                hits.append(LegHit(doc=doc, score=float(h["_score"]), rank=n))
             setattr(results, leg, hits)
         return results
 
