@@ -65,8 +65,12 @@ def memory_recall(
     use_reranker: bool = True,
     apply_decay: bool = True,
     exclude_ids: Sequence[str] = (),
+    track_usage: bool = True,
 ) -> RecallResult:
-    """Recall the user's memories (and their tenant's catalog) most relevant to ``query``."""
+    """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
+
+    ``track_usage=False`` is for the platform's own reads (consolidation): they must not count
+    as the user touching a fact."""
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
@@ -119,7 +123,8 @@ def memory_recall(
         RecallHit(doc=f.doc, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
         for n, f in enumerate(chosen, start=1)
     ]
-    bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
+    if track_usage:
+        bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
     return RecallResult(
         hits=hits,
         legs=[leg for leg in LEGS if leg in legs],
