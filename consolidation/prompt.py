@@ -18,7 +18,8 @@ SYSTEM_PROMPT = """\
 You consolidate an AI agent's memory of one user. You receive the user's recent messages \
 (episodes, oldest first, each with an id), a few earlier episodes for context, the user's \
 current facts and playbooks (each with an id), and for some episodes the playbooks the agent \
-was shown just before it.
+was given to answer it ("playbooks_suggested_in_reply"): the user's next messages in that \
+session tell whether they worked.
 
 Answer with ONE JSON object and nothing else:
 {
@@ -97,7 +98,7 @@ def _episode(doc: MemoryDoc, suggested: dict[str, list[str]]) -> dict[str, Any]:
         "text": doc.text,
     }
     if suggested.get(doc.id):
-        item["playbooks_shown_before"] = suggested[doc.id]
+        item["playbooks_suggested_in_reply"] = suggested[doc.id]
     return item
 
 
@@ -110,7 +111,7 @@ def build_messages(
     suggested: dict[str, list[str]],
 ) -> list[dict[str, str]]:
     payload = {
-        "context_episodes": [_episode(d, {}) for d in context],
+        "context_episodes": [_episode(d, suggested) for d in context],
         "episodes": [_episode(d, suggested) for d in window],
         "current_facts": [
             {"id": d.id, "text": d.text, "fact_type": d.fact_type, "confidence": d.confidence}

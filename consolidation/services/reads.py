@@ -50,7 +50,7 @@ def read_inputs(user: User, state: ConsolidationState) -> Inputs:
         context = backend().get_many(scope, list(state.context_episode_ids)) if window else []
     if not window:
         return Inputs(window=[], context=[], facts=[], playbooks=[], suggested={})
-    suggested = _suggested(user, [d.id for d in window])
+    suggested = _suggested(user, [d.id for d in [*context, *window]])
     facts, playbooks = _known(user, window, suggested)
     return Inputs(window, context, facts, playbooks, suggested)
 

@@ -210,14 +210,18 @@ def _close_done(run: ConsolidationRun, state: ConsolidationState, inputs: Inputs
     with transaction.atomic():
         if window:
             keep = settings.ATLAS_CONSOLIDATION_CONTEXT_EPISODES
+            context = [d.id for d in window[-keep:]] if keep else []
             ConsolidationState.objects.filter(pk=state.pk).update(
                 watermark_created_at=window[-1].created_at,
                 watermark_episode_id=window[-1].id,
-                context_episode_ids=[d.id for d in window[-keep:]] if keep else [],
+                context_episode_ids=context,
                 pending_episodes=Greatest(F("pending_episodes") - len(window), 0),
             )
-            PlaybookSuggestion.objects.filter(
-                user=run.user, episode_id__in=[d.id for d in window]
+            # Suggestions stay while their episode is still shown as context (feedback may
+            # come in the next window); older ones are done with.
+            read = [d.id for d in [*inputs.context, *window]]
+            PlaybookSuggestion.objects.filter(user=run.user, episode_id__in=read).exclude(
+                episode_id__in=context
             ).delete()
         run.status = ConsolidationRun.Status.DONE
         run.finished_at = timezone.now()

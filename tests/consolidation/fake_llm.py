@@ -36,6 +36,7 @@ class FakeChatServer:
         self.script: list[Any] = []
         self.default: Any = EMPTY
         self.requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []  # a scripted callable that raised (answered 500)
         self.lock = threading.Lock()
         outer = self
 
@@ -58,7 +59,7 @@ class FakeChatServer:
 
     def reset(self) -> None:
         with self.lock:
-            self.script, self.default, self.requests = [], EMPTY, []
+            self.script, self.default, self.requests, self.errors = [], EMPTY, [], []
 
     def answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], reply: Any) -> None:
         while isinstance(reply, Delay) or callable(reply):
@@ -66,7 +67,11 @@ class FakeChatServer:
                 time.sleep(reply.seconds)
                 reply = reply.then if reply.then is not None else EMPTY
             else:
-                reply = reply(body)
+                try:
+                    reply = reply(body)
+                except Exception as exc:
+                    self.errors.append(repr(exc))
+                    reply = Status(500)
         if isinstance(reply, Status):
             payload = json.dumps({"error": {"message": "scripted failure", "type": "x"}})
             self._send(handler, reply.code, payload)
