@@ -159,7 +159,9 @@ def _strip_fence(text: str) -> str:
 
 
 def _items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    value = data.get(key) or []
+    value = data.get(key)
+    if value is None:
+        return []
     if not isinstance(value, list) or not all(isinstance(i, dict) for i in value):
         raise MalformedOutput(f"{key} must be a list of objects.")
     return value
@@ -173,7 +175,9 @@ def _text(item: dict[str, Any], key: str) -> str:
 
 
 def _ids(item: dict[str, Any], key: str) -> list[str]:
-    value = item.get(key) or []
+    value = item.get(key)
+    if value is None:
+        return []
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(i, str) for i in value):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-EMPTY = {"new_facts": [], "new_procedures": [], "procedural_updates": []}
+EMPTY: dict[str, list[Any]] = {"new_facts": [], "new_procedures": [], "procedural_updates": []}
 
 
 @dataclass

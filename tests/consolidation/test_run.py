@@ -112,9 +112,7 @@ def test_a_near_duplicate_of_an_existing_fact_is_dropped(alice, chat):
 
 def test_supersession_natural_and_harsh_marks_the_old_facts(alice, chat):
     lyon = memory_write(user=alice, text="Alice lives in Lyon", memory_type="semantic")
-    blue = memory_write(
-        user=alice, text="Alice's favourite colour is blue", memory_type="semantic"
-    )
+    blue = memory_write(user=alice, text="Alice's favourite colour is blue", memory_type="semantic")
     moved, wrong = say(
         alice,
         "I moved from Lyon to Berlin last month",
@@ -146,9 +144,7 @@ def test_supersession_natural_and_harsh_marks_the_old_facts(alice, chat):
 def test_only_facts_the_run_saw_may_be_superseded(alice, bob, chat):
     bobs = memory_write(user=bob, text="Bob lives in Oslo", memory_type="semantic")
     [ep] = say(alice, "I live in Madrid now")
-    chat.script = [
-        answer(facts=[fact("Alice lives in Madrid", [ep.id], supersedes=[bobs.id])])
-    ]
+    chat.script = [answer(facts=[fact("Alice lives in Madrid", [ep.id], supersedes=[bobs.id])])]
 
     run = consolidate(alice)
 

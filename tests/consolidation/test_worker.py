@@ -17,6 +17,7 @@ from atlas_platform.celery import app
 from consolidation.models import ConsolidationRun, ConsolidationState, PlaybookSuggestion
 from consolidation.selectors import recent_runs, tenant_token_usage
 from memory import bookkeeping
+from memory.engine.types import MemoryType
 from memory.scoping import user_read_scope
 from memory.services.common import backend
 from memory.services.writes import memory_write
@@ -83,7 +84,7 @@ def wait_finished(run_id: int, log: Any, timeout: float = 120) -> ConsolidationR
     raise AssertionError(f"run {run_id} did not finish; worker log:\n{log.read_text()[-4000:]}")
 
 
-def docs(user: User, memory_type: str) -> dict[str, Any]:
+def docs(user: User, memory_type: MemoryType) -> dict[str, Any]:
     return {d.id: d for d in backend().scan(user_read_scope(user), memory_types=(memory_type,))}
 
 
@@ -91,7 +92,7 @@ def answer(facts=(), updates=()):
     return {"new_facts": list(facts), "new_procedures": [], "procedural_updates": list(updates)}
 
 
-def suggested_playbook(request: dict[str, Any], episode_text: str, name_part: str) -> str:
+def suggested_playbook(request: dict[str, Any], episode_text: str, name_part: str) -> Any:
     """What a model does: read which playbooks the agent was given for that message."""
     prompt = prompt_of(request)
     episode = next(e for e in prompt["episodes"] if episode_text in e["text"])
@@ -138,7 +139,7 @@ def test_a_real_worker_consolidates_after_n_episodes_and_closes_the_feedback_loo
         steps=["Move the router closer"],
     )
 
-    def model(request: dict[str, Any]) -> dict[str, Any]:
+    def model(request: dict[str, Any]) -> Any:
         current = {f["text"]: f["id"] for f in prompt_of(request)["current_facts"]}
         return answer(
             facts=[
@@ -180,7 +181,7 @@ def test_a_real_worker_consolidates_after_n_episodes_and_closes_the_feedback_loo
     assert state.lease_until is None
 
     # "that didn't help" after the camera playbook was suggested: a failure, refined steps.
-    def model_2(request: dict[str, Any]) -> dict[str, Any]:
+    def model_2(request: dict[str, Any]) -> Any:
         return answer(
             updates=[
                 {"procedure_id": suggested_playbook(request, "camera keeps losing", "Camera"),
@@ -205,7 +206,10 @@ def test_a_real_worker_consolidates_after_n_episodes_and_closes_the_feedback_loo
     assert second.procedures_updated == 1
     refined = docs(alice, "procedural")[camera.id]
     assert refined.failure_count == 1 and refined.version == 2
-    assert [s["instruction"] for s in refined.steps][0] == "Create a 2.4 GHz-only network"
+    assert [s["instruction"] for s in refined.steps] == [
+        "Create a 2.4 GHz-only network",
+        "Rejoin the camera",
+    ]
     assert docs(alice, "procedural")[zigbee.id].success_count == 1  # untouched this time
 
     usage = tenant_token_usage(alice.tenant)
