@@ -94,3 +94,13 @@ def celery_worker(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+        _forget_queue(env["CELERY_BROKER_URL"], queue)
+
+
+def _forget_queue(url: str, queue: str) -> None:
+    """Drop the private queue and kombu's binding for it, so test runs leave no keys behind."""
+    import redis
+
+    with contextlib.suppress(Exception):  # best-effort cleanup of a throwaway queue
+        client = redis.Redis.from_url(url, socket_timeout=3)
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")

@@ -147,3 +147,21 @@ def test_the_daily_sweep_queues_users_with_new_episodes_in_daily_tenants(
     assert consolidation_daily_sweep() == 1
 
     assert [(r.user, r.trigger) for r in ConsolidationRun.objects.all()] == [(alice, "daily")]
+
+
+def test_requests_and_runs_are_audited_once_each_without_text(alice, chat):
+    [ep] = say(alice, "My secret hobby is competitive knitting")
+    chat.script = [
+        {"new_facts": [{"text": "Alice's hobby is competitive knitting", "confidence": 0.9,
+                        "supporting_episode_ids": [ep.id]}]}
+    ]  # fmt: skip
+    before = set(AuditEvent.objects.values_list("pk", flat=True))
+
+    run = consolidation_request(user=alice, trigger="on_demand").run
+    consolidation_run(run_id=run.pk)
+
+    new = AuditEvent.objects.exclude(pk__in=before).order_by("pk")
+    assert [e.action for e in new] == ["consolidation.request", "memory.write", "consolidation.run"]
+    closing = new.last()
+    assert closing is not None and closing.metadata["facts_written"] == 1
+    assert "knitting" not in str(list(new.values_list("metadata", flat=True)))

@@ -203,7 +203,7 @@ def test_a_real_worker_consolidates_after_n_episodes_and_closes_the_feedback_loo
     second = wait_finished(second.pk, on_worker)
     assert chat.errors == []
     assert second.status == "done", second.error
-    assert second.procedures_updated == 1
+    assert second.procedures_updated == 1 and second.episodes_in == 3  # after the watermark
     refined = docs(alice, "procedural")[camera.id]
     assert refined.failure_count == 1 and refined.version == 2
     assert [s["instruction"] for s in refined.steps] == [
