@@ -135,6 +135,18 @@ def build_messages(
     ]
 
 
+def correction(answer: str, problem: str) -> list[dict[str, str]]:
+    """Messages that show the model its malformed answer and ask again."""
+    return [
+        {"role": "assistant", "content": answer[:4000]},
+        {
+            "role": "user",
+            "content": f"That is not the JSON object asked for ({problem}). Answer again with "
+            "only that JSON object.",
+        },
+    ]
+
+
 def parse_answer(text: str) -> Answer:
     """The model's answer as candidates, or ``MalformedOutput``."""
     try:

@@ -15,7 +15,8 @@ def consolidation_execute(self: object, run_id: int) -> str:
     retries = int(self.request.retries)  # type: ignore[attr-defined]
     final = retries >= settings.ATLAS_CONSOLIDATION_TASK_RETRIES
     try:
-        return consolidation_run(run_id=run_id, final_attempt=final).status
+        run = consolidation_run(run_id=run_id, final_attempt=final)
+        return run.status if run is not None else "missing"
     except Exception as exc:
         if not is_transient(exc) or final:
             raise

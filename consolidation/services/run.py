@@ -25,11 +25,17 @@ from consolidation.models import (
     ConsolidationState,
     PlaybookSuggestion,
 )
-from consolidation.prompt import Answer, MalformedOutput, build_messages, parse_answer
+from consolidation.prompt import (
+    Answer,
+    MalformedOutput,
+    build_messages,
+    correction,
+    parse_answer,
+)
 from consolidation.services.errors import UserBusy
 from consolidation.services.guards import Plan, procedure_text, screen
 from consolidation.services.reads import Inputs, read_inputs
-from consolidation.services.state import lease_acquire, lease_release, state_for
+from consolidation.services.state import check_active, lease_acquire, lease_release, state_for
 from memory.errors import MemoryStoreUnavailable
 from memory.services.writes import memory_write, procedure_outcome_record
 from tenants.services.audit import audit_record
@@ -46,12 +52,13 @@ def is_transient(exc: Exception) -> bool:
     return isinstance(exc, TRANSIENT)
 
 
-def consolidation_run(*, run_id: int, final_attempt: bool = True) -> ConsolidationRun:
+def consolidation_run(*, run_id: int, final_attempt: bool = True) -> ConsolidationRun | None:
     """Execute a queued run. A transient failure on a non-final attempt puts the run back to
     queued and re-raises (the task retries with backoff); any other failure, or one on the
-    final attempt, fails the run with its error. A finished run is returned untouched."""
-    run = ConsolidationRun.objects.select_related("user__tenant").get(pk=run_id)
-    if run.status not in ACTIVE_STATUSES:
+    final attempt, fails the run with its error. A finished run is returned untouched (None
+    if the row is gone)."""
+    run = ConsolidationRun.objects.select_related("user__tenant").filter(pk=run_id).first()
+    if run is None or run.status not in ACTIVE_STATUSES:
         return run
     try:
         if not lease_acquire(user=run.user, run_id=run.pk):
@@ -72,6 +79,7 @@ def consolidation_run(*, run_id: int, final_attempt: bool = True) -> Consolidati
 
 def _consolidate(run: ConsolidationRun) -> None:
     user = run.user
+    check_active(user)
     state = state_for(user)
     inputs = read_inputs(user, state)
     run.episodes_in = len(inputs.window)
@@ -117,6 +125,7 @@ def _ask(run: ConsolidationRun, inputs: Inputs) -> Answer:
                 raise MalformedOutput(
                     f"The model answered malformed JSON {attempts} times: {exc.message}"
                 ) from exc
+            messages = [*messages, *correction(completion.text, exc.message)]
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -10,8 +10,18 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from atlas_platform.exceptions import Conflict
 from consolidation.models import ConsolidationState
 from tenants.models import User
+
+
+def check_active(user: User) -> None:
+    """A disabled user or a suspended tenant is not consolidated."""
+    if user.status != User.Status.ACTIVE or not user.tenant.is_active:
+        raise Conflict(
+            "The user is disabled or the tenant suspended: not consolidated.",
+            code="consolidation_inactive",
+        )
 
 
 def state_for(user: User) -> ConsolidationState:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from consolidation.llm import model_configured
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, ConsolidationState
 from consolidation.services.errors import ConsolidationOff
-from consolidation.services.state import episode_count_bump, lease_is_live
+from consolidation.services.state import check_active, episode_count_bump, lease_is_live
 from tenants.models import Tenant, User
 from tenants.services.audit import audit_record
 
@@ -42,6 +42,7 @@ def consolidation_request(*, user: User, trigger: str) -> RunRequest:
     """Queue a consolidation run of ``user`` (or return the one already queued or running)."""
     if not model_configured():
         raise ConsolidationOff("Consolidation is off: no chat model is configured.")
+    check_active(user)
     _expire_abandoned(user)
     for _ in range(3):  # the active run may finish between our insert and our read
         try:

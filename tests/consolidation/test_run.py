@@ -228,6 +228,9 @@ def test_malformed_json_is_asked_again_then_the_run_fails_with_nothing_written(a
     run = consolidate(alice)
 
     assert len(chat.requests) == 2  # asked twice (ATLAS_CONSOLIDATION_JSON_ATTEMPTS)
+    retry = chat.requests[1]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": "this is not json"}
+    assert "not the JSON object" in retry[-1]["content"]
     assert run.status == "failed" and "malformed" in run.error
     assert run.model_calls == 2 and run.prompt_tokens > 0
     assert memories(alice, "semantic") == [] and memories(alice, "procedural") == []

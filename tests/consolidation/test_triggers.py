@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from atlas_platform.exceptions import Conflict
 from consolidation.models import ConsolidationRun, ConsolidationState, PlaybookSuggestion
 from consolidation.services.errors import ConsolidationOff, UserBusy
 from consolidation.services.run import consolidation_run
@@ -133,7 +134,7 @@ def test_a_finished_run_delivered_again_does_nothing(alice, chat):
 
     again = consolidation_run(run_id=run.pk)
 
-    assert again.status == "done" and len(chat.requests) == 1
+    assert again is not None and again.status == "done" and len(chat.requests) == 1
 
 
 def test_the_daily_sweep_queues_users_with_new_episodes_in_daily_tenants(
@@ -165,3 +166,15 @@ def test_requests_and_runs_are_audited_once_each_without_text(alice, chat):
     closing = new.last()
     assert closing is not None and closing.metadata["facts_written"] == 1
     assert "knitting" not in str(list(new.values_list("metadata", flat=True)))
+
+
+def test_a_disabled_user_is_not_consolidated(alice, chat):
+    run = consolidation_request(user=alice, trigger="on_demand").run
+    alice.status = "disabled"
+    alice.save()
+
+    with pytest.raises(Conflict):
+        consolidation_request(user=alice, trigger="on_demand")
+    finished = consolidation_run(run_id=run.pk)
+
+    assert finished is not None and finished.status == "failed" and chat.requests == []
