@@ -8,12 +8,13 @@ only once the run row has committed.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from consolidation.llm import model_configured
@@ -33,9 +34,23 @@ class RunRequest:
 
 
 def _enqueue(run_id: int) -> None:
+    """Send the task to the broker. Without one (eager mode, ``make run``) run it on a
+    background thread instead, so neither a turn nor an API call waits for the chat model."""
     from consolidation.tasks import consolidation_execute
 
+    if consolidation_execute.app.conf.task_always_eager:
+        threading.Thread(target=_run_eagerly, args=(run_id,), daemon=True).start()
+        return
     consolidation_execute.apply_async((run_id,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def _run_eagerly(run_id: int) -> None:
+    from consolidation.tasks import consolidation_execute
+
+    try:
+        consolidation_execute.apply(args=[run_id])
+    finally:
+        connections.close_all()  # this thread's own connections
 
 
 def consolidation_request(*, user: User, trigger: str) -> RunRequest:

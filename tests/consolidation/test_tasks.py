@@ -3,13 +3,15 @@ transient failures retry, then the run fails cleanly; the daily task sweeps."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from consolidation.models import ConsolidationRun
 from consolidation.services.triggers import consolidation_request
 from consolidation.tasks import consolidation_daily, consolidation_execute
 from tests.consolidation.conftest import say
-from tests.consolidation.fake_llm import Status
+from tests.consolidation.fake_llm import Delay, Status
 
 pytestmark = pytest.mark.usefixtures("store")
 
@@ -50,3 +52,26 @@ def test_the_daily_task_queues_runs(alice, chat):
 
     assert consolidation_daily.apply().get() == 1
     assert ConsolidationRun.objects.get().trigger == "daily"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_the_turn_does_not_wait_for_the_model(alice, chat, settings):
+    """Eager mode (`make run`): the run goes to a background thread, not the turn."""
+    from atlas_platform.celery import app
+
+    alice.tenant.consolidation_every_n_episodes = 2
+    alice.tenant.save()
+    chat.script = [Delay(1.5, {"new_facts": []})]
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        say(alice, "one", "two")
+        run = ConsolidationRun.objects.get(user=alice)
+        assert run.status in ("queued", "running")  # the model is still answering
+        deadline = time.monotonic() + 30
+        while run.status not in ("done", "failed") and time.monotonic() < deadline:
+            time.sleep(0.1)
+            run.refresh_from_db()
+    finally:
+        app.conf.task_always_eager = eager
+    assert run.status == "done" and run.episodes_in == 2 and len(chat.requests) == 1
