@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 
 from consolidation.llm import model_configured, model_status
 from consolidation.models import ConsolidationRun
-from consolidation.selectors import tenant_token_usage
+from consolidation.selectors import token_usage_by_tenant
 from tenants.admin.base import ScopedModelAdmin
 from tenants.admin.site import site
 
@@ -84,11 +84,10 @@ class ConsolidationRunAdmin(ScopedModelAdmin):
         self.message_user(request, model_status(), level)
         scope = self.scope(request)
         if scope is not None:
-            for tenant in scope.tenants():
-                usage = tenant_token_usage(tenant)
+            for name, usage in token_usage_by_tenant(scope.tenants()).items():
                 self.message_user(
                     request,
-                    f"{tenant.name}: {usage.total_tokens} tokens in {usage.runs} runs "
+                    f"{name}: {usage.total_tokens} tokens in {usage.runs} runs "
                     f"({usage.prompt_tokens} prompt, {usage.completion_tokens} completion).",
                     messages.INFO,
                 )

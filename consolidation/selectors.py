@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from consolidation.models import ConsolidationRun
@@ -39,6 +39,26 @@ def tenant_token_usage(tenant: Tenant, *, since: datetime | None = None) -> Toke
         prompt_tokens=totals["prompt"],
         completion_tokens=totals["completion"],
     )
+
+
+def token_usage_by_tenant(tenants: QuerySet[Tenant]) -> dict[str, TokenUsage]:
+    """Token use per tenant name for these tenants, in one query (tenants with runs only)."""
+    rows = (
+        ConsolidationRun.objects.filter(tenant__in=tenants)
+        .values("tenant__name")
+        .annotate(
+            runs=Count("id"),
+            prompt=Coalesce(Sum("prompt_tokens"), 0),
+            completion=Coalesce(Sum("completion_tokens"), 0),
+        )
+        .order_by("tenant__name")
+    )
+    return {
+        row["tenant__name"]: TokenUsage(
+            runs=row["runs"], prompt_tokens=row["prompt"], completion_tokens=row["completion"]
+        )
+        for row in rows
+    }
 
 
 def recent_runs(tenant: Tenant, *, limit: int = 20) -> list[ConsolidationRun]:

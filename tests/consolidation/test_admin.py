@@ -83,3 +83,18 @@ def test_an_auditor_cannot_queue_runs(auditor_client, alice, chat):
     )
 
     assert not ConsolidationRun.objects.exists()
+
+
+def test_the_runs_page_does_not_grow_queries_with_runs(acme_client, alice, bob, chat):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    finished_run(alice, 1, 1)
+    with CaptureQueriesContext(connection) as few:
+        acme_client.get(RUNS)
+    for n in range(6):
+        finished_run(bob if n % 2 else alice, n, n)
+    with CaptureQueriesContext(connection) as many:
+        acme_client.get(RUNS)
+
+    assert len(many) == len(few)
