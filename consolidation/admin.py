@@ -34,7 +34,7 @@ class ConsolidationRunAdmin(ScopedModelAdmin):
         "duration",
     ]
     list_filter = ["status", "trigger", ("tenant", admin.RelatedOnlyFieldListFilter)]
-    list_select_related = ["tenant", "user"]
+    list_select_related = ["tenant", "user__tenant"]
     search_fields = ["user__external_id"]
     fields = (
         "tenant",

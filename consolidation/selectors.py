@@ -63,4 +63,6 @@ def token_usage_by_tenant(tenants: QuerySet[Tenant]) -> dict[str, TokenUsage]:
 
 def recent_runs(tenant: Tenant, *, limit: int = 20) -> list[ConsolidationRun]:
     """The tenant's latest runs, newest first, with their users."""
-    return list(ConsolidationRun.objects.filter(tenant=tenant).select_related("user")[:limit])
+    return list(
+        ConsolidationRun.objects.filter(tenant=tenant).select_related("user__tenant")[:limit]
+    )
