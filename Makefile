@@ -9,11 +9,13 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run services services-down test lint format ci bench clean
+.PHONY: help install run worker beat services services-down test lint format ci bench clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
 	@echo "make test           start the services and run the whole test suite against them"
+	@echo "make worker         a Celery worker (needs CELERY_BROKER_URL=redis://...)"
+	@echo "make beat           the Celery beat schedule (daily consolidation sweep)"
 	@echo "make services       start Elasticsearch, PostgreSQL, Redis; write $(SERVICES_ENV)"
 	@echo "make services-down  stop them"
 	@echo "make lint           ruff, mypy, makemigrations --check"
@@ -30,6 +32,22 @@ run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py atlas_demo --url http://$(HOST):$(PORT)/admin/
 	$(VENV)/bin/uvicorn atlas_platform.asgi:application --host $(HOST) --port $(PORT)
+
+# Background work (consolidation). Without a broker (`make run`'s default, memory://) tasks run
+# eagerly in the web process, so neither of these is needed there.
+define NEED_BROKER
+@case "$$CELERY_BROKER_URL" in redis://*|rediss://*) ;; *) \
+  echo "Set CELERY_BROKER_URL=redis://... (make services writes one to $(SERVICES_ENV))"; exit 1;; esac
+endef
+
+worker: install
+	$(NEED_BROKER)
+	$(PY) -m celery -A atlas_platform worker -l INFO
+
+beat: install
+	$(NEED_BROKER)
+	mkdir -p var
+	$(PY) -m celery -A atlas_platform beat -l INFO --schedule var/celerybeat-schedule
 
 services:
 	bash deploy/services/up.sh

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "tenants",
     "memory",
+    "consolidation",
 ]
 
 MIDDLEWARE = [
@@ -160,7 +161,18 @@ CELERY_TASK_ALWAYS_EAGER = env.bool(
     "CELERY_TASK_ALWAYS_EAGER", default=CELERY_BROKER_URL == "memory://"
 )
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True  # a task whose worker died is delivered again
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="atlas")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+# `make beat` runs these; each task queues per-user work that the workers pick up.
+CELERY_BEAT_SCHEDULE = {
+    "consolidation-daily": {
+        "task": "consolidation.tasks.consolidation_daily",
+        "schedule": env.float("ATLAS_CONSOLIDATION_DAILY_EVERY_S", default=24 * 3600.0),
+    },
+}
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
@@ -252,3 +264,23 @@ ATLAS_RATE_READ = env.str("ATLAS_RATE_READ", default="1200/min")
 CACHES = {"default": env.cache_url("ATLAS_CACHE_URL", default="locmemcache://")}
 # Larger request bodies are refused with 413 before they are parsed.
 ATLAS_MAX_REQUEST_BYTES = env.int("ATLAS_MAX_REQUEST_BYTES", default=256 * 1024)
+
+# --- Consolidation (consolidation/) ------------------------------------------------------------
+# An OpenAI-compatible chat model distils episodes into facts and playbooks in the background.
+# No base URL or no model = consolidation is off (the admin says so); nothing else changes.
+ATLAS_CONSOLIDATION_BASE_URL = env.str("ATLAS_CONSOLIDATION_BASE_URL", default="")
+ATLAS_CONSOLIDATION_MODEL = env.str("ATLAS_CONSOLIDATION_MODEL", default="")
+ATLAS_CONSOLIDATION_API_KEY = env.str("ATLAS_CONSOLIDATION_API_KEY", default="")
+ATLAS_CONSOLIDATION_TIMEOUT_S = env.float("ATLAS_CONSOLIDATION_TIMEOUT_S", default=60.0)
+ATLAS_CONSOLIDATION_HTTP_RETRIES = env.int("ATLAS_CONSOLIDATION_HTTP_RETRIES", default=2)
+ATLAS_CONSOLIDATION_JSON_ATTEMPTS = env.int("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", default=2)
+ATLAS_CONSOLIDATION_TASK_RETRIES = env.int("ATLAS_CONSOLIDATION_TASK_RETRIES", default=3)
+ATLAS_CONSOLIDATION_RETRY_BACKOFF_S = env.float("ATLAS_CONSOLIDATION_RETRY_BACKOFF_S", default=30.0)
+# A run's hold on its user; a run whose worker died frees the user after this long.
+ATLAS_CONSOLIDATION_LEASE_S = env.int("ATLAS_CONSOLIDATION_LEASE_S", default=900)
+ATLAS_CONSOLIDATION_WINDOW = env.int("ATLAS_CONSOLIDATION_WINDOW", default=30)
+ATLAS_CONSOLIDATION_CONTEXT_EPISODES = env.int("ATLAS_CONSOLIDATION_CONTEXT_EPISODES", default=3)
+ATLAS_CONSOLIDATION_DUPLICATE_SIMILARITY = env.float(
+    "ATLAS_CONSOLIDATION_DUPLICATE_SIMILARITY", default=0.90
+)
+ATLAS_CONSOLIDATION_PROCEDURE_FLOOR = env.float("ATLAS_CONSOLIDATION_PROCEDURE_FLOOR", default=0.8)

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -42,7 +42,13 @@ class Tenant(models.Model):
     decay_scale_days = models.PositiveIntegerField(default=1825)
     use_count_weight = models.FloatField(default=0.2)
     catalog_prior = models.FloatField(default=0.85)
-    consolidation_every_n_episodes = models.PositiveIntegerField(default=20)
+    # Consolidation: after N new episodes of a user (0 = never on count), on the daily
+    # schedule, and candidates below the floor are dropped. Off while no model is configured.
+    consolidation_every_n_episodes = models.PositiveIntegerField(default=10)
+    consolidation_daily = models.BooleanField(default=True)
+    consolidation_confidence_floor = models.FloatField(
+        default=0.6, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
     key_rotation_days = models.PositiveIntegerField(default=90)
     created_at = models.DateTimeField(auto_now_add=True)
 

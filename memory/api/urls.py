@@ -4,6 +4,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
+from consolidation.api.views import ConsolidateView
 from memory.api import views
 from memory.api.schema import CATALOG_ID_PATTERN
 
@@ -27,6 +28,7 @@ urlpatterns = [
         views.ProcedureOutcomeView.as_view(),
         name="api-procedure-outcome",
     ),
+    path(f"{USER}/consolidate", ConsolidateView.as_view(), name="api-consolidate"),
     path("catalog", views.CatalogView.as_view(), name="api-catalog"),
     re_path(
         rf"^catalog/{CATALOG_ID}$", views.CatalogDocumentView.as_view(), name="api-catalog-doc"

@@ -66,11 +66,13 @@ def memory_recall(
     apply_decay: bool = True,
     exclude_ids: Sequence[str] = (),
     vector: list[float] | None = None,
+    track_usage: bool = True,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
-    same words to store them), so it is not computed twice."""
+    same words to store them), so it is not computed twice. ``track_usage=False`` is for the
+    platform's own reads (consolidation): they must not count as the user touching a fact."""
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
@@ -126,7 +128,8 @@ def memory_recall(
         RecallHit(doc=f.doc, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
         for n, f in enumerate(chosen, start=1)
     ]
-    bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
+    if track_usage:
+        bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
     return RecallResult(
         hits=hits,
         legs=[leg for leg in LEGS if leg in legs],

@@ -23,6 +23,7 @@ from memory.services.common import (
     store_errors,
 )
 from memory.services.recall import RecallResult, memory_recall
+from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
 
@@ -89,6 +90,12 @@ def memory_turn_record(
         backend().write([episode])
     recall = memory_recall(
         user=user, query=text, k=k, exclude_ids=[episode.id], vector=episode.embedding
+    )
+    episode_recorded.send(
+        sender=TurnResult,
+        user=user,
+        episode=episode,
+        procedure_ids=[h.doc.id for h in recall.hits if h.doc.memory_type == "procedural"],
     )
     return TurnResult(episode=episode, recall=recall)
 
@@ -204,7 +211,14 @@ def memory_write(
             doc.last_used_at = doc.created_at
         with transaction.atomic():
             action = "memory.supersede" if targets else "memory.write"
-            _audit(user, action, doc, supersedes=doc.supersedes, contradiction=contradiction)
+            _audit(
+                user,
+                action,
+                doc,
+                supersedes=doc.supersedes,
+                contradiction=contradiction,
+                source=source,
+            )
             backend().write([doc])
             _mark_superseded(doc, targets)
     return doc
@@ -270,7 +284,12 @@ def memory_forget(*, user: User, memory_id: str) -> None:
 
 
 def procedure_outcome_record(
-    *, user: User, memory_id: str, success: bool, refined_steps: Sequence[Any] | None = None
+    *,
+    user: User,
+    memory_id: str,
+    success: bool,
+    refined_steps: Sequence[Any] | None = None,
+    source: str = "agent",
 ) -> MemoryDoc:
     """Count a playbook's success or failure; refined steps replace the steps (version + 1)."""
     steps = _clean_steps(refined_steps) if refined_steps is not None else None
@@ -295,5 +314,12 @@ def procedure_outcome_record(
             return change
 
         with transaction.atomic():
-            _audit(user, "procedure.outcome", doc, success=success, refined=steps is not None)
+            _audit(
+                user,
+                "procedure.outcome",
+                doc,
+                success=success,
+                refined=steps is not None,
+                source=source,
+            )
             return backend().update(doc, apply)

@@ -42,8 +42,8 @@ class TenantAdmin(ScopedModelAdmin):
     list_display = ["slug", "name", "status", "isolation", "user_count", "created_at"]
     list_filter = ["status", "isolation_mode"]
     search_fields = ["slug", "name"]
-    fields = ["slug", "status", "isolation", *TUNABLE_FIELDS, "created_at"]
-    readonly_fields = ["slug", "status", "isolation", "created_at"]
+    fields = ["slug", "status", "isolation", *TUNABLE_FIELDS, "consolidation", "created_at"]
+    readonly_fields = ["slug", "status", "isolation", "consolidation", "created_at"]
     actions = ["suspend", "reactivate"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
@@ -54,6 +54,12 @@ class TenantAdmin(ScopedModelAdmin):
     @admin.display(description="isolation")
     def isolation(self, tenant: Tenant) -> str:
         return isolation_badge(tenant)
+
+    @admin.display(description="consolidation model")
+    def consolidation(self, tenant: Tenant) -> str:
+        from consolidation.llm import model_status
+
+        return model_status()
 
     @admin.display(description="users", ordering="user_total")
     def user_count(self, tenant: Tenant) -> int:

@@ -78,7 +78,7 @@ class UserAdmin(ScopedModelAdmin):
     )
     readonly_fields = fields
     inlines = [ScopedKeyInline]
-    actions = ["rotate_key", "provision_key", "disable", "enable"]
+    actions = ["rotate_key", "provision_key", "consolidate", "disable", "enable"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).prefetch_related("scoped_keys")
@@ -173,6 +173,17 @@ class UserAdmin(ScopedModelAdmin):
     @admin.action(description="Provision scoped key", permissions=["act"])
     def provision_key(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         self._each(request, queryset, lambda u: scoped_key_provision(user=u), "Provisioned keys of")
+
+    @admin.action(description="Consolidate memories now", permissions=["act"])
+    def consolidate(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        from consolidation.services.triggers import consolidation_request
+
+        self._each(
+            request,
+            queryset,
+            lambda u: consolidation_request(user=u, trigger="on_demand"),
+            "Consolidation queued for",
+        )
 
     @admin.action(description="Disable selected users", permissions=["act"])
     def disable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:

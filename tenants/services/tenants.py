@@ -29,6 +29,8 @@ TUNABLE_FIELDS = (
     "use_count_weight",
     "catalog_prior",
     "consolidation_every_n_episodes",
+    "consolidation_daily",
+    "consolidation_confidence_floor",
     "key_rotation_days",
 )
 

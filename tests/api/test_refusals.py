@@ -23,6 +23,7 @@ USER_ENDPOINTS = [
     ("GET", "users/{user}/memories/{id}/history", None),
     ("DELETE", "users/{user}/memories/{id}", None),
     ("POST", "users/{user}/procedures/{id}/outcome", {"success": True}),
+    ("POST", "users/{user}/consolidate", None),
 ]
 CATALOG_ENDPOINTS = [
     ("GET", "catalog", None),

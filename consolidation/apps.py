@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class ConsolidationConfig(AppConfig):
+    """Background distillation of episodes into facts and playbooks (DESIGN §6)."""
+
+    name = "consolidation"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from consolidation import receivers  # noqa: F401 - connects the turn-path hooks

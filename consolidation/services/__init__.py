@@ -1,0 +1,1 @@
+"""Consolidation services: triggers (request, episode count, daily), the run, its guards."""
