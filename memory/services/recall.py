@@ -16,6 +16,7 @@ from memory.fusion import rrf
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
 from memory.services.common import backend, clean_text, embedder, now, store_errors
+from memory.services.recall_stats import recall_stat_record
 from tenants.models import User
 
 LEGS = ("lexical", "dense")
@@ -66,11 +67,14 @@ def memory_recall(
     apply_decay: bool = True,
     exclude_ids: Sequence[str] = (),
     vector: list[float] | None = None,
+    inspect: bool = False,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
-    same words to store them), so it is not computed twice."""
+    same words to store them), so it is not computed twice. ``inspect``: an operator looking
+    (the admin's memory inspector) — the same recall, but it neither bumps the usage of what it
+    returns nor counts in the tenant's recall statistics."""
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
@@ -126,14 +130,17 @@ def memory_recall(
         RecallHit(doc=f.doc, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
         for n, f in enumerate(chosen, start=1)
     ]
-    bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
+    took_ms = _since(started)
+    if not inspect:
+        bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
+        recall_stat_record(tenant_id=user.tenant_id, took_ms=took_ms, at=now())
     return RecallResult(
         hits=hits,
         legs=[leg for leg in LEGS if leg in legs],
         reranker=outcome.reranker,
         reranked=outcome.reranked,
         timings_ms=timings,
-        took_ms=_since(started),
+        took_ms=took_ms,
     )
 
 
