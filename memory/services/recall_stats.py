@@ -6,7 +6,7 @@ import bisect
 import logging
 from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection
 
 from memory.models import LATENCY_BOUNDS_MS, OVERFLOW_MS, RecallStat
 
@@ -36,8 +36,8 @@ def recall_stat_record(*, tenant_id: int, took_ms: float, at: datetime) -> None:
     sql = _UPSERT.format(table=connection.ops.quote_name(RecallStat._meta.db_table))
     params = (tenant_id, hour, latency_bucket(took_ms), took_ms)
     try:
-        # A savepoint inside a caller's transaction, so a failure here cannot poison it.
-        with transaction.atomic(), connection.cursor() as cursor:
+        # No savepoint: recall runs outside any transaction, and this stays one query.
+        with connection.cursor() as cursor:
             cursor.execute(sql, params)
     except DatabaseError:
         log.exception("recall statistics not recorded")
