@@ -28,6 +28,7 @@ class RecallHit:
     score: float  # the fused (RRF) score
     rank: int
     leg_ranks: dict[str, int] = field(default_factory=dict)
+    leg_scores: dict[str, float] = field(default_factory=dict)  # each leg's own score
 
 
 @dataclass
@@ -127,7 +128,13 @@ def memory_recall(
     timings["rerank_ms"] = outcome.took_ms
     chosen = [fused[i] for i in outcome.order[:k]]
     hits = [
-        RecallHit(doc=f.doc, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
+        RecallHit(
+            doc=f.doc,
+            score=round(f.score, 6),
+            rank=n,
+            leg_ranks=f.leg_ranks,
+            leg_scores=f.leg_scores,
+        )
         for n, f in enumerate(chosen, start=1)
     ]
     took_ms = _since(started)

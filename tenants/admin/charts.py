@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 PALETTE = ("#417690", "#79aec8", "#e0a43a", "#6b8e23", "#ba2121", "#8a6bbe")
-WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 640, 200, 48, 36, 12
+WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 680, 200, 72, 36, 12
 
 
 def colour(n: int) -> str:

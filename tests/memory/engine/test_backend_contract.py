@@ -379,9 +379,9 @@ def test_scan_filters_superseded_only_and_a_created_at_window(env, tenant):
     assert ids(only_superseded=True, include_superseded=False) == [archived.id]
     assert ids(created_from=NOW - timedelta(days=6)) == [archived.id, recent.id]
     assert ids(created_to=NOW - timedelta(days=6)) == [old.id]
-    assert ids(
-        created_from=NOW - timedelta(days=6), created_to=NOW, include_superseded=False
-    ) == [recent.id]
+    assert ids(created_from=NOW - timedelta(days=6), created_to=NOW, include_superseded=False) == [
+        recent.id
+    ]
     # Both bounds are inclusive, to the microsecond.
     assert ids(created_from=recent.created_at, created_to=recent.created_at) == [recent.id]
 

@@ -129,6 +129,9 @@ def test_search_runs_a_real_recall_as_the_user_and_shows_how(seeded, alice, acme
     assert result.hits and "keeps dropping wifi" in page
     top = result.hits[0]
     assert set(top.leg_ranks) <= {"lexical", "dense"} and top.leg_ranks
+    assert set(top.leg_scores) == set(top.leg_ranks)
+    for leg, rank in top.leg_ranks.items():
+        assert f'<td class="leg-{leg}">{rank} (' in page
     assert 'id="reranked">no<' in page  # no reranker configured: the fused order stands
     for timing in result.timings_ms:
         assert timing in page
@@ -162,9 +165,10 @@ def test_playbooks_show_their_success_and_failure_counts(seeded, alice, acme_cli
 def test_forget_links_to_the_forget_request_form_when_there_is_one(
     seeded, alice, acme_client, auditor_client, monkeypatch
 ):
-    monkeypatch.setattr(
-        inspector, "forget_request_url", lambda user, ids: f"/forget?u={user.pk}&ids={','.join(ids)}"
-    )
+    def form_url(user, ids):
+        return f"/forget?u={user.pk}&ids={','.join(ids)}"
+
+    monkeypatch.setattr(inspector, "forget_request_url", form_url)
     ids = [seeded["old"].id, seeded["new"].id]
 
     admin_page = acme_client.get(url("memories", alice)).content.decode()
@@ -173,7 +177,7 @@ def test_forget_links_to_the_forget_request_form_when_there_is_one(
 
     assert 'id="forget-selected"' in admin_page and 'name="ids"' in admin_page
     assert "forget" not in auditor_page.lower().replace("forgotten", "")
-    assert response.status_code == 302 and response.url == f"/forget?u={alice.pk}&ids={','.join(ids)}"
+    assert response.status_code == 302 and response.url == form_url(alice, ids)
 
 
 def test_without_the_erasure_app_there_is_no_forget_button(seeded, alice, acme_client):
