@@ -10,8 +10,10 @@ if [[ -x $CHROMIUM ]]; then
   exit 0
 fi
 if [[ $EUID -ne 0 ]]; then
+  # Not fatal here: the browser tests then skip locally, and fail under
+  # ATLAS_REQUIRE_SERVICES=1 (CI, which runs as root and gets the install below).
   echo "[atlas-browser] $CHROMIUM missing; run as root to apt-get install chromium" >&2
-  exit 1
+  exit 0
 fi
 echo "[atlas-browser] installing chromium (apt)"
 DEBIAN_FRONTEND=noninteractive apt-get update -q

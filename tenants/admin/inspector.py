@@ -24,7 +24,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
 
 from atlas_platform.exceptions import AtlasError, NotFound
-from memory.engine.types import PERSONAL_TYPES, MemoryType
+from memory.engine.types import PERSONAL_TYPES
 from memory.selectors import memory_counts, memory_history, memory_page
 from memory.services.recall import memory_recall
 from tenants.models import User
@@ -126,8 +126,8 @@ class MemoryInspector:
             error = "Fix the filters below."
         else:
             data = form.cleaned_data if form.is_bound else {}
-            kind: str = data.get("type") or ""
-            types: tuple[MemoryType, ...] = (kind,) if kind else PERSONAL_TYPES  # type: ignore[assignment]
+            kind = data.get("type")
+            types = tuple(t for t in PERSONAL_TYPES if t == kind) or PERSONAL_TYPES
             try:
                 counts = memory_counts(user=user)
                 page = memory_page(
