@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -146,9 +147,10 @@ class AuditEventAdmin(ScopedModelAdmin):
         if not event.request_id:
             return "—"
         return format_html(
-            '<a href="?request_id={}" title="All events of this request">{}</a>',
+            '<a href="?{}" title="All events of request {}"><code>{}</code></a>',
+            urlencode({"request_id": event.request_id}),
             event.request_id,
-            event.request_id,
+            event.request_id[:12],
         )
 
     def get_urls(self) -> list[URLPattern]:
