@@ -44,7 +44,7 @@ def exported(client, query: dict[str, str]) -> list[dict[str, str]]:
     response = client.get(reverse(EXPORT), query)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
-    text = b"".join(response.streaming_content).decode()
+    text = response.content.decode()
     return list(csv.DictReader(io.StringIO(text)))
 
 
