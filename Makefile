@@ -9,7 +9,7 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run worker beat services services-down test lint format ci bench clean
+.PHONY: help install run worker beat services services-down browser test lint format ci bench clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -18,6 +18,7 @@ help:
 	@echo "make beat           the Celery beat schedule (daily consolidation sweep)"
 	@echo "make services       start Elasticsearch, PostgreSQL, Redis; write $(SERVICES_ENV)"
 	@echo "make services-down  stop them"
+	@echo "make browser        install Debian's chromium for the browser tests (if missing)"
 	@echo "make lint           ruff, mypy, makemigrations --check"
 
 $(VENV)/.installed: pyproject.toml
@@ -55,7 +56,10 @@ services:
 services-down:
 	bash deploy/services/down.sh
 
-test: install services
+browser:
+	bash deploy/services/browser.sh
+
+test: install services browser
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

@@ -1,7 +1,7 @@
 """Models of the memory app.
 
-Memories themselves live in the memory engine, not in the database; the only table here is the
-REST API's idempotency ledger.
+Memories themselves live in the memory engine, not in the database; the tables here are the
+REST API's idempotency ledger and the per-tenant recall statistics.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import timedelta
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from tenants.models import PlatformToken
+from tenants.models import PlatformToken, Tenant
 
 IDEMPOTENCY_TTL = timedelta(hours=24)
 
@@ -44,3 +44,31 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.request_line} [{self.key}]"
+
+
+# Upper bounds (ms) of the recall latency histogram; a recall slower than the last one lands in
+# the ``OVERFLOW_MS`` bucket. Fixed buckets make recording one UPDATE and percentiles exact to
+# the bucket, with no per-recall rows to keep.
+LATENCY_BOUNDS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+OVERFLOW_MS = 2_147_483_647
+
+
+class RecallStat(models.Model):
+    """How many of a tenant's recalls in one UTC hour took at most ``le_ms`` (and more than the
+    previous bound), and their summed time. The tenant dashboard's volume and percentiles."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    hour = models.DateTimeField()
+    le_ms = models.PositiveIntegerField()
+    count = models.PositiveIntegerField(default=0)
+    total_ms = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "hour", "le_ms"], name="recall_stat_bucket_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.hour:%Y-%m-%d %H}h <= {self.le_ms} ms: {self.count}"

@@ -1,4 +1,5 @@
-"""Reads with rules: one memory, a supersession chain, a page of the catalog."""
+"""Reads with rules: one memory, a supersession chain, a page of the catalog; and for the
+operator console, pages of a user's memories, a tenant's growth and its recall statistics."""
 
 from __future__ import annotations
 
@@ -6,10 +7,20 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
+from typing import Literal
+
+from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, ValidationError
-from memory.engine.types import MemoryDoc
+from memory.engine.types import (
+    PERSONAL_TYPES,
+    GrowthBucket,
+    GrowthPoint,
+    MemoryDoc,
+    MemoryType,
+)
+from memory.models import OVERFLOW_MS, RecallStat
 from memory.scoping import catalog_scope, user_read_scope
 from memory.services.common import backend, store_errors
 from tenants.models import Tenant, User
@@ -84,3 +95,128 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
     except (binascii.Error, ValueError, TypeError):
         pass
     raise ValidationError("after is not a cursor this API returned.", code="bad_cursor")
+
+
+# --- the operator console (admin memory inspector, tenant dashboard) ---------------------------
+SupersededFilter = Literal["any", "current", "only"]
+MAX_INSPECTOR_PAGE = 100
+
+
+@dataclass
+class MemoryPage:
+    documents: list[MemoryDoc]
+    next_cursor: str | None  # pass as ``after`` for the next page; None on the last page
+
+
+def memory_page(
+    *,
+    user: User,
+    memory_types: tuple[MemoryType, ...] = PERSONAL_TYPES,
+    superseded: SupersededFilter = "any",
+    created_from: datetime | None = None,
+    created_to: datetime | None = None,
+    after: str | None = None,
+    limit: int = 25,
+) -> MemoryPage:
+    """A page of the user's own memories (oldest first), read as the user (their scoped key on
+    a dls tenant), filtered by type, supersession and a ``created_at`` window."""
+    if not 1 <= limit <= MAX_INSPECTOR_PAGE:
+        raise ValidationError(f"limit must be 1 to {MAX_INSPECTOR_PAGE}.", code="bad_limit")
+    unknown = set(memory_types) - set(PERSONAL_TYPES)
+    if unknown or not memory_types:
+        raise ValidationError("memory types: episodic, semantic, procedural.", code="bad_type")
+    if created_from and created_to and created_from > created_to:
+        raise ValidationError("from must not be after to.", code="bad_time_range")
+    with store_errors():
+        docs = backend().scan(
+            user_read_scope(user),
+            memory_types=memory_types,
+            include_superseded=superseded != "current",
+            only_superseded=superseded == "only",
+            created_from=created_from,
+            created_to=created_to,
+            search_after=_decode_cursor(after) if after else None,
+            limit=limit,
+        )
+    last = docs[-1] if len(docs) == limit else None
+    return MemoryPage(documents=docs, next_cursor=_encode_cursor(last) if last else None)
+
+
+def memory_counts(*, user: User) -> dict[str, int]:
+    """The user's memories per type (their tenant's catalog included), read as the user."""
+    with store_errors():
+        return backend().count(user_read_scope(user))
+
+
+def tenant_memory_growth(*, tenant: Tenant, bucket: GrowthBucket) -> list[GrowthPoint]:
+    """The tenant's documents per type per week or month (counts only; see ``growth``)."""
+    with store_errors():
+        return backend().growth(str(tenant.pk), bucket=bucket)
+
+
+@dataclass(frozen=True)
+class RecallDay:
+    day: date
+    count: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+
+@dataclass(frozen=True)
+class RecallSummary:
+    days: list[RecallDay]
+    count: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+
+def recall_stats(*, tenant: Tenant, days: int = 14) -> RecallSummary:
+    """The tenant's recalls per UTC day over the last ``days`` days (today included), with
+    latency percentiles estimated from the fixed histogram buckets (linear within a bucket),
+    per day and over the whole period."""
+    today = timezone.now().astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    per_day: dict[date, dict[int, int]] = {first + timedelta(days=n): {} for n in range(days)}
+    rows = RecallStat.objects.filter(tenant=tenant, hour__gte=start).values_list(
+        "hour", "le_ms", "count"
+    )
+    for hour, le_ms, count in rows:
+        buckets = per_day.setdefault(hour.astimezone(UTC).date(), {})
+        buckets[le_ms] = buckets.get(le_ms, 0) + count
+    overall: dict[int, int] = {}
+    for buckets in per_day.values():
+        for le_ms, count in buckets.items():
+            overall[le_ms] = overall.get(le_ms, 0) + count
+    return RecallSummary(
+        days=[
+            RecallDay(
+                day=day,
+                count=sum(buckets.values()),
+                p50_ms=histogram_percentile(buckets, 0.50),
+                p95_ms=histogram_percentile(buckets, 0.95),
+            )
+            for day, buckets in sorted(per_day.items())
+        ],
+        count=sum(overall.values()),
+        p50_ms=histogram_percentile(overall, 0.50),
+        p95_ms=histogram_percentile(overall, 0.95),
+    )
+
+
+def histogram_percentile(buckets: dict[int, int], q: float) -> float | None:
+    """The ``q`` quantile of a latency histogram ``{upper bound ms: count}``; None if empty.
+    Linear within the bucket it falls in; the overflow bucket reports its lower bound."""
+    total = sum(buckets.values())
+    if not total:
+        return None
+    wanted, seen, lower = q * total, 0, 0.0
+    for bound in sorted(buckets):
+        count = buckets[bound]
+        if count and seen + count >= wanted:
+            if bound == OVERFLOW_MS:
+                return lower
+            return round(lower + (bound - lower) * (wanted - seen) / count, 1)
+        seen += count
+        lower = float(bound)
+    return lower

@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound
-from tenants.models import PlatformToken, ScopedKey, User
+from tenants.models import PlatformToken, ScopedKey, Tenant, User
 
 
 def user_for_token(*, token: PlatformToken, external_id: str) -> User:
@@ -59,3 +59,11 @@ def user_key_status(*, user: User) -> KeyStatus:
     else:
         state = "active"
     return KeyStatus(state, age, rotated, active.key_id)
+
+
+def tenant_key_ages(*, tenant: Tenant) -> list[tuple[User, KeyStatus]]:
+    """Every user of the tenant with their key's health, oldest key first (missing keys last);
+    ``stale`` means older than the tenant's ``key_rotation_days``. Two queries."""
+    users = User.objects.filter(tenant=tenant).select_related("tenant")
+    rows = [(user, user_key_status(user=user)) for user in users.prefetch_related("scoped_keys")]
+    return sorted(rows, key=lambda row: -(row[1].age or timedelta(-1)).total_seconds())

@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from memory.engine.types import (
+    GrowthBucket,
+    GrowthPoint,
     LegQuery,
     LegResults,
     MemoryDoc,
@@ -98,14 +100,29 @@ class MemoryBackend(ABC):
         include_superseded: bool = True,
         search_after: tuple[str, str] | None = None,
         limit: int = 500,
+        only_superseded: bool = False,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
     ) -> list[MemoryDoc]:
         """Documents of ``scope`` (including the catalog only if "catalog" is in
         ``memory_types``) ordered by (created_at, id) ascending, starting strictly after the
-        ``search_after`` key (``(created_at_iso, id)``), at most ``limit``."""
+        ``search_after`` key (``(created_at_iso, id)``), at most ``limit``.
+
+        ``include_superseded=False`` leaves superseded documents out; ``only_superseded`` keeps
+        nothing else. ``created_from`` / ``created_to`` bound ``created_at`` (both inclusive)."""
 
     @abstractmethod
     def count(self, scope: ReadScope) -> dict[str, int]:
         """Documents per memory type inside ``scope`` (catalog included)."""
+
+    @abstractmethod
+    def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
+        """How tenant ``tenant_id``'s store grew: documents per memory type (catalog and
+        superseded ones included) per calendar ``bucket`` of ``created_at`` in UTC — weeks start
+        on Monday, months on the 1st. Only non-empty buckets, ordered by (start, memory_type).
+
+        Tenant-wide (every user at once), so it runs with the platform's credential and returns
+        counts only, never documents: it is for operators' dashboards, not for user reads."""
 
 
 def usage_changes(current: MemoryDoc, bump: UsageBump) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +22,8 @@ from atlas_platform.cluster import Cluster, ClusterConfig
 from memory.engine.base import Conflict, EngineError, MemoryBackend, usage_changes
 from memory.engine.types import (
     MEMORY_TYPES,
+    GrowthBucket,
+    GrowthPoint,
     LegHit,
     LegQuery,
     LegResults,
@@ -242,15 +244,28 @@ class ElasticsearchBackend(MemoryBackend):
         include_superseded: bool = True,
         search_after: tuple[str, str] | None = None,
         limit: int = 500,
+        only_superseded: bool = False,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
     ) -> list[MemoryDoc]:
         types = tuple(dict.fromkeys(memory_types))
         if not types or limit <= 0:
             return []
-        flt = RecallFilter(include_superseded=include_superseded)
+        flt = RecallFilter(include_superseded=include_superseded or only_superseded)
+        filters = _filters(scope, types, flt)
+        if only_superseded:
+            filters.append({"exists": {"field": "superseded_by"}})
+        window = {
+            op: moment.isoformat()
+            for op, moment in (("gte", created_from), ("lte", created_to))
+            if moment is not None
+        }
+        if window:
+            filters.append({"range": {"created_at.nanos": window}})
         body: Json = {
             "size": limit,
             "track_total_hits": False,
-            "query": {"bool": {"filter": _filters(scope, types, flt)}},
+            "query": {"bool": {"filter": filters}},
             # created_at.nanos keeps the microseconds the key carries (date is milliseconds).
             "sort": [
                 {"created_at.nanos": {"order": "asc", "format": "strict_date_optional_time_nanos"}},
@@ -271,6 +286,37 @@ class ElasticsearchBackend(MemoryBackend):
         counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
         counts.update({b["key"]: int(b["doc_count"]) for b in buckets})
         return counts
+
+    def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
+        body: Json = {
+            "size": 0,
+            "query": {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}},
+            "aggs": {
+                "buckets": {
+                    "date_histogram": {
+                        "field": "created_at",
+                        "calendar_interval": bucket,
+                        "time_zone": "UTC",
+                        "min_doc_count": 1,
+                    },
+                    "aggs": {
+                        "types": {"terms": {"field": "memory_type", "size": len(MEMORY_TYPES)}}
+                    },
+                }
+            },
+        }
+        index = self._indices(MEMORY_TYPES)
+        response = _call("count growth", lambda: self._writer.search(index=index, **body))
+        points = [
+            GrowthPoint(
+                start=datetime.fromtimestamp(b["key"] / 1000, tz=UTC),
+                memory_type=t["key"],
+                count=int(t["doc_count"]),
+            )
+            for b in response["aggregations"]["buckets"]["buckets"]
+            for t in b["types"]["buckets"]
+        ]
+        return sorted(points, key=lambda p: (p.start, p.memory_type))
 
     # --- helpers -------------------------------------------------------------------------------
     def _index(self, kind: str) -> str:

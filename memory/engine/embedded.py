@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,6 +35,8 @@ from memory.engine.base import EngineError, MemoryBackend, signal_multiplier
 from memory.engine.embedded_snapshots import Candidate, Snapshot, SnapshotCache, Vector, sortable
 from memory.engine.types import (
     MEMORY_TYPES,
+    GrowthBucket,
+    GrowthPoint,
     LegHit,
     LegQuery,
     LegResults,
@@ -220,6 +222,9 @@ class EmbeddedBackend(MemoryBackend):
         include_superseded: bool = True,
         search_after: tuple[str, str] | None = None,
         limit: int = 500,
+        only_superseded: bool = False,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
     ) -> list[MemoryDoc]:
         owners = [
             owner
@@ -236,13 +241,17 @@ class EmbeddedBackend(MemoryBackend):
                 "SELECT source, embedding FROM memories"
                 " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
                 " AND memory_type IN (SELECT value FROM json_each(?))"
-                " AND (? OR superseded_by IS NULL) AND (created_at, id) > (?, ?)"
-                " ORDER BY created_at, id LIMIT ?",
+                " AND (? OR superseded_by IS NULL) AND (NOT ? OR superseded_by IS NOT NULL)"
+                " AND created_at >= ? AND created_at <= ?"
+                " AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                 (
                     json.dumps(owners),
                     scope.tenant_id,
                     json.dumps(memory_types),
-                    include_superseded,
+                    include_superseded or only_superseded,
+                    only_superseded,
+                    sortable(created_from) if created_from else "",
+                    sortable(created_to) if created_to else "~",  # "~" sorts after any date
                     *after,
                     limit,
                 ),
@@ -258,6 +267,27 @@ class EmbeddedBackend(MemoryBackend):
                 (json.dumps(_scope_owners(scope)), scope.tenant_id),
             ).fetchall()
         return dict.fromkeys(MEMORY_TYPES, 0) | {kind: int(n) for kind, n in rows}
+
+    def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
+        # created_at is sortable() text; 'weekday 0', '-6 days' moves any day to its Monday.
+        start = {
+            "week": "date(created_at, 'weekday 0', '-6 days')",
+            "month": "strftime('%Y-%m-01', created_at)",
+        }[bucket]
+        with self._transaction() as conn:
+            rows = conn.execute(
+                f"SELECT {start} AS start, memory_type, count(*) FROM memories"  # noqa: S608
+                " WHERE tenant_id = ? GROUP BY start, memory_type ORDER BY start, memory_type",
+                (tenant_id,),
+            ).fetchall()
+        return [
+            GrowthPoint(
+                start=datetime.fromisoformat(day).replace(tzinfo=UTC),
+                memory_type=kind,
+                count=int(n),
+            )
+            for day, kind, n in rows
+        ]
 
     def _connection(self) -> sqlite3.Connection:
         local = self._local

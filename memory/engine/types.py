@@ -104,6 +104,18 @@ class UsageBump:
     last_used_at: datetime
 
 
+GrowthBucket = Literal["week", "month"]
+
+
+@dataclass(frozen=True)
+class GrowthPoint:
+    """How many documents of one type a tenant stored in one calendar bucket."""
+
+    start: datetime  # UTC midnight starting the week (Monday) or month (1st)
+    memory_type: MemoryType
+    count: int
+
+
 @dataclass(frozen=True)
 class ApiKeyCredentials:
     id: str

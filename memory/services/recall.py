@@ -16,6 +16,7 @@ from memory.fusion import rrf
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
 from memory.services.common import backend, clean_text, embedder, now, store_errors
+from memory.services.recall_stats import recall_stat_record
 from tenants.models import User
 
 LEGS = ("lexical", "dense")
@@ -27,6 +28,7 @@ class RecallHit:
     score: float  # the fused (RRF) score
     rank: int
     leg_ranks: dict[str, int] = field(default_factory=dict)
+    leg_scores: dict[str, float] = field(default_factory=dict)  # each leg's own score
 
 
 @dataclass
@@ -67,12 +69,15 @@ def memory_recall(
     exclude_ids: Sequence[str] = (),
     vector: list[float] | None = None,
     track_usage: bool = True,
+    inspect: bool = False,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
-    same words to store them), so it is not computed twice. ``track_usage=False`` is for the
-    platform's own reads (consolidation): they must not count as the user touching a fact."""
+    same words to store them), so it is not computed twice. The platform's own reads pass
+    ``track_usage=False`` (consolidation) or ``inspect=True`` (an operator in the admin's memory
+    inspector): the same recall, but it neither bumps the usage of what it returns nor counts in
+    the tenant's recall statistics."""
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
@@ -125,18 +130,26 @@ def memory_recall(
     timings["rerank_ms"] = outcome.took_ms
     chosen = [fused[i] for i in outcome.order[:k]]
     hits = [
-        RecallHit(doc=f.doc, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
+        RecallHit(
+            doc=f.doc,
+            score=round(f.score, 6),
+            rank=n,
+            leg_ranks=f.leg_ranks,
+            leg_scores=f.leg_scores,
+        )
         for n, f in enumerate(chosen, start=1)
     ]
-    if track_usage:
+    took_ms = _since(started)
+    if track_usage and not inspect:
         bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
+        recall_stat_record(tenant_id=user.tenant_id, took_ms=took_ms, at=now())
     return RecallResult(
         hits=hits,
         legs=[leg for leg in LEGS if leg in legs],
         reranker=outcome.reranker,
         reranked=outcome.reranked,
         timings_ms=timings,
-        took_ms=_since(started),
+        took_ms=took_ms,
     )
 
 

@@ -6,13 +6,22 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Model, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from atlas_platform.exceptions import AtlasError
 from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.dashboard import dashboard_panels
 from tenants.admin.forms import TenantOnboardForm
 from tenants.admin.site import site
 from tenants.models import Tenant
@@ -39,17 +48,61 @@ class TenantAdmin(ScopedModelAdmin):
     tenant_path = ""
     add_form_class = TenantOnboardForm
     add_title = "Onboard a tenant"
-    list_display = ["slug", "name", "status", "isolation", "user_count", "created_at"]
+    list_display = [
+        "slug",
+        "name",
+        "status",
+        "isolation",
+        "user_count",
+        "created_at",
+        "dashboard_link",
+    ]
     list_filter = ["status", "isolation_mode"]
     search_fields = ["slug", "name"]
-    fields = ["slug", "status", "isolation", *TUNABLE_FIELDS, "consolidation", "created_at"]
-    readonly_fields = ["slug", "status", "isolation", "consolidation", "created_at"]
+    fields = [
+        "slug",
+        "status",
+        "isolation",
+        "dashboard_link",
+        *TUNABLE_FIELDS,
+        "consolidation",
+        "created_at",
+    ]
+    readonly_fields = ["slug", "status", "isolation", "dashboard_link", "consolidation", "created_at"]
     actions = ["suspend", "reactivate"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset: QuerySet[Any] = super().get_queryset(request)
         annotated: QuerySet[Any] = queryset.annotate(user_total=Count("users"))
         return annotated
+
+    def get_urls(self) -> list[URLPattern]:
+        dashboard = self.admin_site.admin_view(self.dashboard_view)
+        own = [path("<int:pk>/dashboard/", dashboard, name="tenants_tenant_dashboard")]
+        return [*own, *super().get_urls()]
+
+    def dashboard_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The tenant's dashboard (panels from ``dashboard.PANELS``); read-only."""
+        tenant = self.get_queryset(request).filter(pk=pk).first()
+        if tenant is None:
+            raise Http404("No such tenant.")
+        if request.method not in ("GET", "HEAD"):
+            if not self.has_act_permission(request, tenant):
+                raise PermissionDenied
+            return HttpResponseNotAllowed(["GET"])
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"{tenant.name}: dashboard",
+            "tenant": tenant,
+            "panels": dashboard_panels(request, tenant),
+        }
+        return TemplateResponse(request, "admin/atlas/dashboard.html", context)
+
+    @admin.display(description="dashboard")
+    def dashboard_link(self, tenant: Tenant) -> str:
+        url = reverse("admin:tenants_tenant_dashboard", args=[tenant.pk])
+        return format_html('<a href="{}">dashboard</a>', url)
 
     @admin.display(description="isolation")
     def isolation(self, tenant: Tenant) -> str:

@@ -11,14 +11,15 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
-from django.utils.html import format_html
+from django.urls import URLPattern, reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from atlas_platform.exceptions import AtlasError
 from memory.mcp.client_config import client_configs, own_user_mcp_url, user_mcp_url
 from tenants.admin.base import ScopedModelAdmin
 from tenants.admin.forms import UserAddForm
+from tenants.admin.inspector import MemoryInspector
 from tenants.admin.site import site
 from tenants.models import ScopedKey, User
 from tenants.selectors import user_key_status
@@ -64,6 +65,7 @@ class UserAdmin(ScopedModelAdmin):
         "key_age",
         "last_rotation",
         "created_at",
+        "memory_link",
     ]
     list_filter = [("tenant", admin.RelatedOnlyFieldListFilter), "status"]
     list_select_related = ["tenant"]
@@ -74,6 +76,7 @@ class UserAdmin(ScopedModelAdmin):
         "display_name",
         "status",
         "created_at",
+        "memory_inspector",
         "mcp_client_config",
     )
     readonly_fields = fields
@@ -82,6 +85,28 @@ class UserAdmin(ScopedModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).prefetch_related("scoped_keys")
+
+    def get_urls(self) -> list[URLPattern]:
+        return [*MemoryInspector(self).urls(), *super().get_urls()]
+
+    @admin.display(description="memory")
+    def memory_link(self, user: User) -> str:
+        return format_html(
+            '<a href="{}">inspect</a>', reverse("admin:tenants_user_memories", args=[user.pk])
+        )
+
+    @admin.display(description="memory inspector")
+    def memory_inspector(self, user: User) -> str:
+        links = [
+            ("tenants_user_memories", "memories by type"),
+            ("tenants_user_recall", "search (recall as this user)"),
+            ("tenants_user_playbooks", "playbooks"),
+        ]
+        return format_html_join(
+            " · ",
+            '<a href="{}">{}</a>',
+            ((reverse(f"admin:{name}", args=[user.pk]), label) for name, label in links),
+        )
 
     @admin.display(description="key")
     def key_status(self, user: User) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -360,3 +361,61 @@ def test_record_usage_without_refresh_is_not_lost_under_concurrent_updates(env, 
     env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)], refresh=True)
 
     assert env.backend.get(env.scope(tenant, "u1"), doc.id).use_count == 16
+
+
+def test_scan_filters_superseded_only_and_a_created_at_window(env, tenant):
+    old = make_doc(tenant, "u1", "semantic", "old", created_at=NOW - timedelta(days=10))
+    archived = make_doc(
+        tenant, "u1", "semantic", "archived", created_at=NOW - timedelta(days=5), superseded_by="x"
+    )
+    recent = make_doc(tenant, "u1", "semantic", "recent", created_at=NOW - timedelta(hours=1))
+    env.backend.write([old, archived, recent])
+    scope = env.scope(tenant, "u1")
+
+    def ids(**kwargs):
+        return [d.id for d in env.backend.scan(scope, memory_types=("semantic",), **kwargs)]
+
+    assert ids(only_superseded=True) == [archived.id]
+    assert ids(only_superseded=True, include_superseded=False) == [archived.id]
+    assert ids(created_from=NOW - timedelta(days=6)) == [archived.id, recent.id]
+    assert ids(created_to=NOW - timedelta(days=6)) == [old.id]
+    assert ids(created_from=NOW - timedelta(days=6), created_to=NOW, include_superseded=False) == [
+        recent.id
+    ]
+    # Both bounds are inclusive, to the microsecond.
+    assert ids(created_from=recent.created_at, created_to=recent.created_at) == [recent.id]
+
+
+def test_growth_counts_a_tenant_per_type_per_calendar_bucket(env, tenant):
+    monday = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday; March 1st is a Sunday
+    docs = [
+        make_doc(tenant, "u1", "episodic", "a", created_at=monday + timedelta(hours=1)),
+        make_doc(tenant, "u2", "episodic", "b", created_at=monday + timedelta(days=6, hours=23)),
+        make_doc(tenant, "u1", "semantic", "c", created_at=monday + timedelta(days=7)),
+        make_doc(
+            tenant, "u1", "semantic", "d", created_at=monday - timedelta(days=2), superseded_by="c"
+        ),
+        make_doc(tenant, None, "catalog", "e", created_at=monday + timedelta(days=40)),
+        make_doc(tenant[::-1], "u1", "episodic", "other tenant", created_at=monday),
+    ]
+    env.backend.write(docs)
+
+    weeks = env.backend.growth(tenant, bucket="week")
+    months = env.backend.growth(tenant, bucket="month")
+
+    def day(n: int) -> datetime:
+        return monday + timedelta(days=n)
+
+    assert [(p.start, p.memory_type, p.count) for p in weeks] == [
+        (day(-7), "semantic", 1),
+        (day(0), "episodic", 2),
+        (day(7), "semantic", 1),
+        (day(35), "catalog", 1),
+    ]
+    assert [(p.start, p.memory_type, p.count) for p in months] == [
+        (datetime(2026, 2, 1, tzinfo=UTC), "semantic", 1),
+        (datetime(2026, 3, 1, tzinfo=UTC), "episodic", 2),
+        (datetime(2026, 3, 1, tzinfo=UTC), "semantic", 1),
+        (datetime(2026, 4, 1, tzinfo=UTC), "catalog", 1),
+    ]
+    assert env.backend.growth(uuid.uuid4().hex, bucket="week") == []

@@ -1,0 +1,159 @@
+"""Server-rendered SVG charts for the operator console: no JavaScript, no CDN.
+
+Each function returns an inline ``<svg>`` (escaped labels) sized to its data, with a ``<title>``
+on every mark so hovering shows the exact figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+PALETTE = ("#417690", "#79aec8", "#e0a43a", "#6b8e23", "#ba2121", "#8a6bbe")
+WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 680, 200, 72, 36, 12
+
+
+def colour(n: int) -> str:
+    return PALETTE[n % len(PALETTE)]
+
+
+def _frame(label: str, body: SafeString, maximum: float, unit: str) -> SafeString:
+    axis = format_html(
+        '<text x="{}" y="{}" font-size="10" text-anchor="end">{}{}</text>'
+        '<text x="{}" y="{}" font-size="10" text-anchor="end">0</text>'
+        '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"/>',
+        PAD_LEFT - 4,
+        PAD_TOP + 8,
+        _number(maximum),
+        unit,
+        PAD_LEFT - 4,
+        HEIGHT - PAD_BOTTOM,
+        PAD_LEFT,
+        HEIGHT - PAD_BOTTOM,
+        WIDTH,
+        HEIGHT - PAD_BOTTOM,
+    )
+    return format_html(
+        '<svg class="atlas-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" '
+        'height="{}" xmlns="http://www.w3.org/2000/svg">{}{}</svg>',
+        label,
+        WIDTH,
+        HEIGHT,
+        WIDTH,
+        HEIGHT,
+        axis,
+        body,
+    )
+
+
+def stacked_bars(
+    label: str, categories: Sequence[str], series: Mapping[str, Sequence[float]], unit: str = ""
+) -> SafeString:
+    """One bar per category, stacked by series (e.g. weeks x memory types), with a legend."""
+    totals = [sum(values[i] for values in series.values()) for i in range(len(categories))]
+    maximum = max(totals, default=0) or 1
+    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
+    slot = (WIDTH - PAD_LEFT) / max(len(categories), 1)
+    marks: list[SafeString] = []
+    for i, category in enumerate(categories):
+        x, base = PAD_LEFT + i * slot + slot * 0.15, float(HEIGHT - PAD_BOTTOM)
+        for n, (name, values) in enumerate(series.items()):
+            h = plot_h * values[i] / maximum
+            if h > 0:
+                marks.append(
+                    format_html(
+                        '<rect x="{}" y="{}" width="{}" height="{}" fill="{}">'
+                        "<title>{}: {} {}{}</title></rect>",
+                        _f(x),
+                        _f(base - h),
+                        _f(slot * 0.7),
+                        _f(h),
+                        colour(n),
+                        category,
+                        _number(values[i]),
+                        name,
+                        unit,
+                    )
+                )
+                base -= h
+        marks.append(_tick(x + slot * 0.35, category, every=max(1, len(categories) // 8), i=i))
+    marks.append(_legend(list(series)))
+    return _frame(label, mark_safe("".join(marks)), maximum, unit)  # noqa: S308 - escaped parts
+
+
+def lines(
+    label: str, categories: Sequence[str], series: Mapping[str, Sequence[float | None]], unit: str
+) -> SafeString:
+    """One polyline per series over the categories; None leaves a gap (no data that day)."""
+    values = [v for vs in series.values() for v in vs if v is not None]
+    maximum = max(values, default=0) or 1
+    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
+    slot = (WIDTH - PAD_LEFT) / max(len(categories), 1)
+    marks: list[SafeString] = []
+    for n, (name, points) in enumerate(series.items()):
+        xy = [
+            (PAD_LEFT + (i + 0.5) * slot, HEIGHT - PAD_BOTTOM - plot_h * v / maximum, v, i)
+            for i, v in enumerate(points)
+            if v is not None
+        ]
+        if len(xy) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _, _ in xy)
+            marks.append(
+                format_html(
+                    '<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>',
+                    path,
+                    colour(n),
+                )
+            )
+        marks += [
+            format_html(
+                '<circle cx="{}" cy="{}" r="3" fill="{}"><title>{}: {} {}{}</title></circle>',
+                _f(x),
+                _f(y),
+                colour(n),
+                categories[i],
+                name,
+                _number(v),
+                unit,
+            )
+            for x, y, v, i in xy
+        ]
+    for i, category in enumerate(categories):
+        marks.append(
+            _tick(PAD_LEFT + (i + 0.5) * slot, category, every=max(1, len(categories) // 8), i=i)
+        )
+    marks.append(_legend(list(series)))
+    return _frame(label, mark_safe("".join(marks)), maximum, unit)  # noqa: S308 - escaped parts
+
+
+def _tick(x: float, text: str, *, every: int, i: int) -> SafeString:
+    if i % every:
+        return SafeString("")
+    return format_html(
+        '<text x="{}" y="{}" font-size="10" text-anchor="middle">{}</text>',
+        _f(x),
+        HEIGHT - PAD_BOTTOM + 14,
+        text,
+    )
+
+
+def _legend(names: list[str]) -> SafeString:
+    return format_html_join(
+        "",
+        '<rect x="{}" y="{}" width="10" height="10" fill="{}"/>'
+        '<text x="{}" y="{}" font-size="11">{}</text>',
+        (
+            (PAD_LEFT + 110 * n, HEIGHT - 12, colour(n), PAD_LEFT + 110 * n + 14, HEIGHT - 3, name)
+            for n, name in enumerate(names)
+        ),
+    )
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"

@@ -1,0 +1,180 @@
+"""The tenant dashboard: memories by type and their growth, recall volume and latency, key
+ages against the rotation policy; charts as inline SVG; scoped and read-only."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from memory import bookkeeping
+from memory.models import OVERFLOW_MS, RecallStat
+from memory.selectors import histogram_percentile, recall_stats
+from memory.services.recall import memory_recall
+from memory.services.recall_stats import latency_bucket, recall_stat_record
+from memory.services.writes import memory_turn_record, memory_write
+from tenants.admin import dashboard
+from tenants.models import ScopedKey, User
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def store(settings: Any, tmp_path: Any):
+    settings.ATLAS_MEMORY_BACKEND = "embedded"
+    settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    yield
+    bookkeeping.drain()
+
+
+def board(tenant) -> str:
+    return reverse("admin:tenants_tenant_dashboard", args=[tenant.pk])
+
+
+def test_the_dashboard_charts_memories_by_type_and_growth(store, acme, alice, bob, acme_client):
+    memory_turn_record(user=alice, text="first turn")
+    memory_turn_record(user=bob, text="second turn")
+    memory_write(user=alice, text="Alice likes tea", memory_type="semantic")
+
+    response = acme_client.get(board(acme))
+    page = response.content.decode()
+
+    assert response.status_code == 200
+    assert 'id="panel-memories"' in page and "<svg" in page
+    totals = page[page.index('class="atlas-totals"') :]
+    assert "<td>2</td><td>1</td><td>0</td><td>0</td><td><strong>3</strong>" in totals
+    assert "New memories per week" in page and "2 episodic" in page  # the bar's <title>
+    monthly = acme_client.get(board(acme), {"bucket": "month"}).content.decode()
+    assert "New memories per month" in monthly
+
+
+def test_bucket_starts_cover_the_last_weeks_and_months():
+    today = date(2026, 1, 14)  # a Wednesday
+
+    assert dashboard.bucket_starts("week", today, 3) == [
+        date(2025, 12, 29),
+        date(2026, 1, 5),
+        date(2026, 1, 12),
+    ]
+    assert dashboard.bucket_starts("month", today, 3) == [
+        date(2025, 11, 1),
+        date(2025, 12, 1),
+        date(2026, 1, 1),
+    ]
+
+
+def test_recalls_are_counted_per_tenant_with_latency_percentiles(
+    store, acme, alice, charlie, acme_client
+):
+    memory_write(user=alice, text="Alice likes tea", memory_type="semantic")
+    for _ in range(3):
+        memory_recall(user=alice, query="tea")
+    memory_recall(user=charlie, query="tea")
+
+    summary = recall_stats(tenant=acme)
+    page = acme_client.get(board(acme)).content.decode()
+
+    assert summary.count == 3 and summary.days[-1].count == 3
+    assert summary.p50_ms is not None and summary.p95_ms is not None
+    assert summary.p50_ms <= summary.p95_ms
+    assert '<strong id="recall-count">3</strong>' in page
+    assert "Recall latency per day" in page and "p95" in page
+
+
+def test_recording_a_recall_is_one_upsert_per_bucket(acme, django_assert_num_queries):
+    at = datetime(2026, 5, 1, 10, 42, tzinfo=UTC)
+    with django_assert_num_queries(1):
+        recall_stat_record(tenant_id=acme.pk, took_ms=7.0, at=at)
+    recall_stat_record(tenant_id=acme.pk, took_ms=9.0, at=at + timedelta(minutes=5))
+    recall_stat_record(tenant_id=acme.pk, took_ms=60_000.0, at=at)
+
+    rows = {r.le_ms: r for r in RecallStat.objects.filter(tenant=acme)}
+
+    assert rows[10].count == 2 and rows[10].total_ms == 16.0
+    assert rows[10].hour == at.replace(minute=0)
+    assert rows[OVERFLOW_MS].count == 1
+
+
+def test_percentiles_come_from_the_histogram():
+    assert latency_bucket(0.4) == 5 and latency_bucket(5.0) == 5 and latency_bucket(5.1) == 10
+    assert histogram_percentile({}, 0.5) is None
+    # 10 recalls: 5 in (0, 5], 5 in (5, 10]: the median is the top of the first bucket.
+    assert histogram_percentile({5: 5, 10: 5}, 0.5) == 5.0
+    assert histogram_percentile({5: 5, 10: 5}, 0.95) == 9.5
+    assert histogram_percentile({10000: 1, OVERFLOW_MS: 9}, 0.95) == 10000.0
+
+
+def test_keys_older_than_the_rotation_policy_are_flagged(es, acme, acme_client):
+    from tenants.services.scoped_keys import scoped_key_provision
+
+    acme.key_rotation_days = 30
+    acme.save()
+    fresh, old = (User.objects.create(tenant=acme, external_id=n) for n in ("fresh", "oldkey"))
+    User.objects.create(tenant=acme, external_id="nokey")
+    for user in (fresh, old):
+        scoped_key_provision(user=user)
+    ScopedKey.objects.filter(user=old).update(created_at=timezone.now() - timedelta(days=45))
+
+    page = acme_client.get(board(acme)).content.decode()
+    table = page[page.index('id="key-ages"') :]
+
+    assert "rotation policy: 30 days" in page
+    assert "2 users need a key rotated or provisioned." in page
+    assert table.index("oldkey") < table.index("fresh")  # oldest first
+    assert "45 d" in table and "stale" in table and "missing" in table
+    assert "&gt; 30 d (rotate)" in page  # the age chart's bucket
+
+
+def test_a_panel_that_fails_says_so_instead_of_breaking_the_page(
+    store, acme, acme_client, monkeypatch
+):
+    from atlas_platform.exceptions import AtlasError
+
+    def broken(**kwargs):
+        raise AtlasError("the store is down")
+
+    monkeypatch.setattr(dashboard, "tenant_memory_growth", broken)
+
+    page = acme_client.get(board(acme)).content.decode()
+
+    assert "Not available: the store is down" in page and 'id="panel-recall"' in page
+
+
+def test_panels_come_from_the_registry(store, acme, acme_client, monkeypatch):
+    def forget_requests(request, tenant):
+        return dashboard.Panel("forget", "Open forget requests", SafeString("none open"))
+
+    monkeypatch.setattr(dashboard, "PANELS", [*dashboard.PANELS, forget_requests])
+
+    page = acme_client.get(board(acme)).content.decode()
+
+    assert 'id="panel-forget"' in page and "Open forget requests" in page
+
+
+def test_the_tenant_pages_link_to_the_dashboard(store, acme, acme_client):
+    listing = acme_client.get(reverse("admin:tenants_tenant_changelist")).content.decode()
+    detail = acme_client.get(
+        reverse("admin:tenants_tenant_change", args=[acme.pk])
+    ).content.decode()
+
+    assert board(acme) in listing and board(acme) in detail
+
+
+def test_another_tenants_dashboard_is_not_found(store, acme, globex, acme_client, auditor_client):
+    assert acme_client.get(board(globex)).status_code == 404
+    assert auditor_client.get(board(globex)).status_code == 404
+    assert acme_client.post(board(globex)).status_code == 404
+
+
+def test_auditors_see_the_dashboard_but_may_not_post(store, acme, auditor_client, acme_client):
+    assert auditor_client.get(board(acme)).status_code == 200
+    assert auditor_client.post(board(acme)).status_code == 403
+    assert acme_client.post(board(acme)).status_code == 405
+
+
+def test_a_platform_admin_sees_every_dashboard(store, globex, platform_client):
+    assert platform_client.get(board(globex)).status_code == 200
