@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "tenants",
     "memory",
+    "erasure",
 ]
 
 MIDDLEWARE = [
@@ -160,6 +161,10 @@ CELERY_TASK_ALWAYS_EAGER = env.bool(
 )
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BEAT_SCHEDULE = {
+    # Re-queue forget requests whose worker died (their lease expired) or whose message was lost.
+    "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
+}
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
@@ -206,6 +211,13 @@ ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
 ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)
+
+# Erasure (forget requests): the Celery queue their jobs go to, documents per page, and the
+# lease a worker holds on a running request (renewed every page; past it, the periodic
+# ``erasure.resume_stalled`` task re-queues the request for another worker).
+ATLAS_ERASURE_QUEUE = env.str("ATLAS_ERASURE_QUEUE", default="celery")
+ATLAS_ERASURE_PAGE_SIZE = env.int("ATLAS_ERASURE_PAGE_SIZE", default=500)
+ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
 
 # --- MCP and serving -------------------------------------------------------------------------
 # The ASGI app (atlas_platform/asgi.py) serves Django and the MCP endpoints under uvicorn
