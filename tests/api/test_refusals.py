@@ -23,6 +23,8 @@ USER_ENDPOINTS = [
     ("GET", "users/{user}/memories/{id}/history", None),
     ("DELETE", "users/{user}/memories/{id}", None),
     ("POST", "users/{user}/procedures/{id}/outcome", {"success": True}),
+    ("POST", "users/{user}/forget-requests", {"scope": "user"}),
+    ("GET", "users/{user}/forget-requests/1", None),
 ]
 CATALOG_ENDPOINTS = [
     ("GET", "catalog", None),

@@ -25,7 +25,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from tests.api.conftest import store  # noqa: F401 - the embedded store fixture
+from tests.api.conftest import api, store  # noqa: F401 - the embedded store, the JSON caller
 from tests.conftest import service_missing
 
 ROOT = Path(__file__).resolve().parents[2]
