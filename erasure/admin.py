@@ -184,11 +184,12 @@ class ForgetRequestAdmin(ScopedModelAdmin):
     # --- decisions -----------------------------------------------------------------------------
     def get_urls(self) -> list[URLPattern]:
         def view(name: str, fn: Any) -> URLPattern:
-            return path(
+            pattern: URLPattern = path(
                 f"<int:pk>/{name}/",
                 self.admin_site.admin_view(fn),
                 name=f"erasure_forgetrequest_{name}",
             )
+            return pattern
 
         return [
             view("approve", self.approve_view),
@@ -215,7 +216,9 @@ class ForgetRequestAdmin(ScopedModelAdmin):
 
     def _reachable(self, request: HttpRequest, pk: Any) -> ForgetRequest:
         """The request if it is in the operator's scope; another tenant's is not found."""
-        found = self.get_queryset(request).filter(pk=pk).first() if str(pk).isdigit() else None
+        found: ForgetRequest | None = None
+        if str(pk).isdigit():
+            found = self.get_queryset(request).filter(pk=pk).first()
         if found is None:
             raise Http404("No such forget request.")
         return found

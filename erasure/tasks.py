@@ -16,13 +16,13 @@ from erasure.services import forget_request_execute, forget_request_resume_stall
 ERASURE_WORKER = Actor(type="system", id="erasure", label="erasure worker")
 
 
-@shared_task(name="erasure.run", acks_late=True, ignore_result=True)
+@shared_task(name="erasure.run", acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator]
 def forget_request_run(request_id: int) -> None:
     with acting_as(ERASURE_WORKER):
         forget_request_execute(request_id=request_id)
 
 
-@shared_task(name="erasure.resume_stalled", ignore_result=True)
+@shared_task(name="erasure.resume_stalled", ignore_result=True)  # type: ignore[untyped-decorator]
 def erasure_resume_stalled() -> None:
     with acting_as(ERASURE_WORKER):
         forget_request_resume_stalled()

@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -61,7 +60,7 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest | None:
     return job.request
 
 
-def _lease_deadline() -> Any:
+def _lease_deadline() -> datetime:
     return timezone.now() + timedelta(seconds=settings.ATLAS_ERASURE_LEASE_S)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -236,10 +237,10 @@ def forget_request_resume_stalled(*, now: datetime | None = None) -> list[int]:
         status__in=[ForgetRequest.Status.APPROVED, ForgetRequest.Status.RUNNING],
         lease_expires_at__lt=now,
     )
-    requeued = []
+    requeued: list[int] = []
     for request in stalled.select_related("tenant", "user"):
         with transaction.atomic():
             _audit(request, "forget_request.resume", status=request.status)
-            transaction.on_commit(lambda pk=request.pk: _enqueue(pk))
+            transaction.on_commit(partial(_enqueue, request.pk))
         requeued.append(request.pk)
     return requeued

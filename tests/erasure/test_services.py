@@ -32,15 +32,24 @@ from tenants.services.tokens import token_issue
 pytestmark = pytest.mark.usefixtures("store")
 
 
-def op(operator) -> OperatorPrincipal:
-    return OperatorPrincipal(operator.account, scope_for(operator.account))
+def op(operator):
+    scope = scope_for(operator.account)
+    assert scope is not None
+    return OperatorPrincipal(operator.account, scope)
 
 
-def approved(request, admin, capture) -> ForgetRequest:
+def approved(request, admin, capture):
     with capture() as queued:
         request = forget_request_approve(request=request, by=op(admin))
     assert len(queued) == 1  # the job is queued after the commit, not before
     return request
+
+
+def run(request):
+    """Run the job in-process (what the Celery task does) and return the request."""
+    done = run(request)
+    assert done is not None
+    return done
 
 
 def remaining(user, ids) -> list[str]:
@@ -198,7 +207,7 @@ def test_erasing_listed_ids_takes_their_supporting_episodes_and_nothing_else(
     )
     approved(request, acme_admin, django_capture_on_commit_callbacks)
 
-    done = forget_request_execute(request_id=request.pk)
+    done = run(request)
 
     assert done is not None and done.status == "done" and done.verified is True
     assert remaining(alice, [fact.id, episode.id, other_episode.id]) == [other_episode.id]
@@ -224,7 +233,7 @@ def test_erasing_by_query_resolves_ids_once_and_wipes_the_query(
     request = forget_request_open(user=alice, scope="query", query="lumio hub", by=op(acme_admin))
     approved(request, acme_admin, django_capture_on_commit_callbacks)
 
-    done = forget_request_execute(request_id=request.pk)
+    done = run(request)
 
     assert done.status == "done" and done.query == "" and done.targets_resolved
     assert sorted(done.memory_ids) == sorted(h.id for h in hits)
@@ -250,7 +259,7 @@ def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
     )
     approved(request, acme_admin, django_capture_on_commit_callbacks)
 
-    done = forget_request_execute(request_id=request.pk)
+    done = run(request)
 
     assert done.status == "done"
     counts = {kind: v["deleted"] for kind, v in done.receipt["indices"].items()}
@@ -284,7 +293,7 @@ def test_a_failed_job_is_retried_and_resumes_with_exact_counts(
         return real_delete(**kwargs)
 
     monkeypatch.setattr(store, "erasure_delete", flaky)
-    failed = forget_request_execute(request_id=request.pk)
+    failed = run(request)
 
     assert failed.status == "failed" and "went away" in failed.reason
     progress = ErasureProgress.objects.get(request=request, kind="semantic")
@@ -292,7 +301,7 @@ def test_a_failed_job_is_retried_and_resumes_with_exact_counts(
     with django_capture_on_commit_callbacks() as queued:
         forget_request_retry(request=failed, by=op(acme_admin))
     assert len(queued) == 1
-    done = forget_request_execute(request_id=request.pk)
+    done = run(request)
 
     assert done.status == "done" and done.retry_count == 1
     assert sorted(done.receipt["indices"]["semantic"]["ids"]) == sorted(d.id for d in docs)
@@ -333,7 +342,7 @@ def test_a_job_killed_after_journaling_a_page_resumes_without_double_counting(
         assert forget_request_resume_stalled() == [request.pk]
     assert len(queued) == 1
 
-    done = forget_request_execute(request_id=request.pk)
+    done = run(request)
 
     semantic = done.receipt["indices"]["semantic"]
     assert semantic["deleted"] == 8 and sorted(semantic["ids"]) == sorted(d.id for d in docs)

@@ -119,7 +119,9 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
     at_kill = deleted_so_far(request)
     stuck = ForgetRequest.objects.get(pk=request.pk)
     assert stuck.status == "running" and 100 <= at_kill < len(mine) + ARCHIVED + 1
-    wait_for(lambda: timezone.now() > stuck.lease_expires_at, 30, "the lease to expire")
+    lease = stuck.lease_expires_at
+    assert lease is not None
+    wait_for(lambda: timezone.now() > lease, 30, "the lease to expire")
     assert forget_request_resume_stalled() == [request.pk]
     erasure_worker.start()
     done = wait_for(
