@@ -27,6 +27,7 @@ from django.db import connection
 
 from tests.api.conftest import api, store  # noqa: F401 - the embedded store, the JSON caller
 from tests.conftest import service_missing
+from tests.memory.conftest import engine, people  # noqa: F401 - every backend, named people
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 60.0
