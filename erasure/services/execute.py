@@ -229,6 +229,10 @@ class _Job:
             )
             if row.delete_user_record and user is not None:
                 _delete_user(user)
+        logger.info(
+            "erasure done",
+            extra={"forget_request_id": row.pk, "deleted": row.receipt["total_deleted"]},
+        )
         self.request = row
 
     def fail(self, reason: str) -> ForgetRequest:

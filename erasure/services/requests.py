@@ -12,6 +12,7 @@ Another tenant's user or request is "not found" (never "forbidden"), so ids do n
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from atlas_platform.exceptions import Conflict, NotFound, PermissionDenied, ValidationError
 from erasure.models import ForgetRequest
@@ -28,6 +30,7 @@ from tenants.models import PlatformToken, User
 from tenants.scoping import OperatorScope
 from tenants.services.audit import audit_record
 
+logger = logging.getLogger(__name__)
 MAX_IDS = 10_000
 MAX_QUERY_CHARS = 500
 
@@ -156,9 +159,17 @@ def _start_deadline() -> datetime:
 
 
 def _enqueue(request_id: int) -> None:
+    """Queue the job. The decision is committed already: if the broker is down, say so and let
+    ``forget_request_resume_stalled`` queue it once the start deadline has passed."""
     from erasure.tasks import forget_request_run
 
-    forget_request_run.apply_async(args=[request_id], queue=settings.ATLAS_ERASURE_QUEUE)
+    try:
+        forget_request_run.apply_async(args=[request_id], queue=settings.ATLAS_ERASURE_QUEUE)
+    except OperationalError:
+        logger.warning(
+            "erasure job not queued (broker unavailable); resume_stalled will queue it",
+            extra={"forget_request_id": request_id},
+        )
 
 
 def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRequest:
