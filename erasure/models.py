@@ -94,7 +94,6 @@ class ErasureProgress(models.Model):
     kind = models.CharField(max_length=32)  # episodic | semantic | procedural | archive
     deleted = models.PositiveIntegerField(default=0)
     pages = models.PositiveIntegerField(default=0)
-    erased_ids = models.JSONField(default=list, blank=True)
     pending_ids = models.JSONField(default=list, blank=True)
     done = models.BooleanField(default=False)
     remaining = models.IntegerField(null=True, blank=True)  # verification count, once checked
@@ -109,5 +108,25 @@ class ErasureProgress(models.Model):
     def __str__(self) -> str:
         return f"{self.kind}: {self.deleted} deleted"
 
+    def erased_ids(self) -> list[str]:
+        return [i for page in self.erased_pages.all() for i in page.ids]
+
     def as_receipt(self) -> dict[str, Any]:
-        return {"deleted": self.deleted, "remaining": self.remaining, "ids": self.erased_ids}
+        return {"deleted": self.deleted, "remaining": self.remaining, "ids": self.erased_ids()}
+
+
+class ErasedPage(models.Model):
+    """The ids one page erased, written in the same commit that counts them (one row per page,
+    so a long job never rewrites what it erased before)."""
+
+    progress = models.ForeignKey(
+        ErasureProgress, on_delete=models.CASCADE, related_name="erased_pages"
+    )
+    ids = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["progress", "id"]
+
+    def __str__(self) -> str:
+        return f"{len(self.ids)} id(s)"

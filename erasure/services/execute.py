@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
-from erasure.models import ErasureProgress, ForgetRequest
+from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from memory.engine.base import EngineError, MemoryBackend
 from memory.engine.types import PERSONAL_TYPES, MemoryDoc, ReadScope
 from memory.models import IdempotencyRecord
@@ -191,10 +191,10 @@ class _Job:
             self._invalidate_keys(request.user)  # on the cluster, before the row goes
         with transaction.atomic():
             row = self._locked()
-            progress = list(row.progress.order_by("id"))
+            progress = list(row.progress.order_by("id").prefetch_related("erased_pages"))
             user = row.user
             purged = _purge_idempotency(user) if user is not None else 0
-            erased = {i for p in progress for i in p.erased_ids}
+            erased = {i for p in progress for i in p.erased_ids()}
             now = timezone.now()
             row.receipt = {
                 "forget_request_id": row.pk,
@@ -304,8 +304,8 @@ def _counted(page: list[str]) -> Callable[[ErasureProgress], None]:
     def apply(progress: ErasureProgress) -> None:
         progress.deleted += len(page)
         progress.pages += 1
-        progress.erased_ids = [*progress.erased_ids, *page]
         progress.pending_ids = []
+        ErasedPage.objects.create(progress=progress, ids=page)
 
     return apply
 

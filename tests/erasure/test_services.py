@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from atlas_platform.exceptions import Conflict, NotFound, PermissionDenied, ValidationError
-from erasure.models import ErasureProgress, ForgetRequest
+from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services import (
     OperatorPrincipal,
     forget_request_approve,
@@ -61,6 +61,7 @@ def text_anywhere(texts: list[str]) -> list[str]:
     dumps = [json.dumps(list(AuditEvent.objects.values()), default=str)]
     dumps.append(json.dumps(list(ForgetRequest.objects.values()), default=str))
     dumps.append(json.dumps(list(ErasureProgress.objects.values()), default=str))
+    dumps.append(json.dumps(list(ErasedPage.objects.values()), default=str))
     dumps.append(json.dumps(list(IdempotencyRecord.objects.values()), default=str))
     return [t for t in texts if any(t in d for d in dumps)]
 

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 from elasticsearch import Elasticsearch
 
-from erasure.models import ErasureProgress, ForgetRequest
+from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services import (
     forget_request_approve,
     forget_request_open,
@@ -155,6 +155,7 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
             list(AuditEvent.objects.values()),
             list(ForgetRequest.objects.values()),
             list(ErasureProgress.objects.values()),
+            list(ErasedPage.objects.values()),
             list(IdempotencyRecord.objects.values()),
         ],
         default=str,
