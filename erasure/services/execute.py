@@ -121,7 +121,7 @@ class _Job:
         else:
             ids = list(request.memory_ids)
         if request.include_supporting_episodes:
-            ids += [i for i in self._supporting_episodes(ids) if i not in set(ids)]
+            ids = list(dict.fromkeys([*ids, *self._supporting_episodes(ids)]))
 
         def resolve(row: ForgetRequest) -> None:
             row.memory_ids, row.targets_resolved, row.query = ids, True, ""
@@ -235,9 +235,13 @@ class _Job:
         )
         self.request = row
 
-    def fail(self, reason: str) -> ForgetRequest:
+    def fail(self, reason: str) -> ForgetRequest | None:
+        """Mark the request failed (retryable); None if another worker has taken it over."""
         with transaction.atomic():
-            row = self._locked()
+            try:
+                row = self._locked()
+            except LeaseLost:
+                return None
             row.status, row.reason, row.verified = ForgetRequest.Status.FAILED, reason[:2000], None
             row.lease_owner, row.lease_expires_at = "", None
             row.save()
