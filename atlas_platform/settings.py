@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "tenants",
     "memory",
     "consolidation",
+    "erasure",
 ]
 
 MIDDLEWARE = [
@@ -172,6 +173,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "consolidation.tasks.consolidation_daily",
         "schedule": env.float("ATLAS_CONSOLIDATION_DAILY_EVERY_S", default=24 * 3600.0),
     },
+    # Re-queue forget requests whose worker died (their lease expired) or whose message was lost.
+    "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
 }
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
@@ -223,6 +226,14 @@ ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)
 ATLAS_USAGE_FLUSH_BATCH = env.int("ATLAS_USAGE_FLUSH_BATCH", default=200)
 ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
 ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)
+
+# Erasure (forget requests): the Celery queue their jobs go to, documents per page, and the
+# lease a worker holds on a running request (renewed every page; past it, the periodic
+# ``erasure.resume_stalled`` task re-queues the request for another worker).
+# The default queue is the one `make worker` consumes.
+ATLAS_ERASURE_QUEUE = env.str("ATLAS_ERASURE_QUEUE", default=CELERY_TASK_DEFAULT_QUEUE)
+ATLAS_ERASURE_PAGE_SIZE = env.int("ATLAS_ERASURE_PAGE_SIZE", default=500)
+ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
 
 # --- MCP and serving -------------------------------------------------------------------------
 # The ASGI app (atlas_platform/asgi.py) serves Django and the MCP endpoints under uvicorn

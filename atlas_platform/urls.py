@@ -16,6 +16,7 @@ handler404 = "atlas_platform.api.not_found"  # JSON under /api/
 urlpatterns = [
     path("admin/", admin_site.urls),
     path("api/v1/token", TokenView.as_view(), name="api-token"),
+    path("api/v1/", include("erasure.api.urls")),
     path("api/v1/", include("memory.api.urls")),
     path("healthz", healthz, name="healthz"),
 ]

@@ -124,6 +124,40 @@ class MemoryBackend(ABC):
         Tenant-wide (every user at once), so it runs with the platform's credential and returns
         counts only, never documents: it is for operators' dashboards, not for user reads."""
 
+    # --- erasure (operator forget requests; the writer credential, never a user's key) -------
+    @abstractmethod
+    def erasure_kinds(self) -> tuple[str, ...]:
+        """Every index (kind) that may hold a user's documents: the personal memory types, plus
+        ``"archive"`` where the backend keeps one. An erasure walks all of them."""
+
+    @abstractmethod
+    def erasure_find(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        kind: str,
+        ids: list[str] | None = None,
+        limit: int = 500,
+    ) -> list[str]:
+        """Ids of up to ``limit`` documents of user ``user_id`` of ``tenant_id`` in ``kind``
+        (only those among ``ids`` when given), in id order. Never another user's or the
+        catalog's. Reads no text: ids only."""
+
+    @abstractmethod
+    def erasure_delete(
+        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str]
+    ) -> list[str]:
+        """Hard-delete those of ``ids`` that are the user's documents in ``kind`` (refresh
+        before returning); returns the ids deleted by this call. Idempotent: ids already gone,
+        or not the user's, are skipped."""
+
+    @abstractmethod
+    def erasure_count(
+        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str] | None = None
+    ) -> int:
+        """How many of the user's documents remain in ``kind`` (among ``ids`` when given)."""
+
 
 def usage_changes(current: MemoryDoc, bump: UsageBump) -> dict[str, Any]:
     """The fields a usage bump changes on the current version of a document."""

@@ -22,6 +22,7 @@ from atlas_platform.cluster import Cluster, ClusterConfig
 from memory.engine.base import Conflict, EngineError, MemoryBackend, usage_changes
 from memory.engine.types import (
     MEMORY_TYPES,
+    PERSONAL_TYPES,
     GrowthBucket,
     GrowthPoint,
     LegHit,
@@ -40,6 +41,8 @@ T = TypeVar("T")
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "elasticsearch" / "templates"
 INDEX_KINDS = (*MEMORY_TYPES, "archive")
+# The indices that may hold a user's documents (the catalog holds none).
+ERASURE_KINDS = (*PERSONAL_TYPES, "archive")
 LEXICAL_FIELDS = ["text", "text.exact", "name^0.5", "description^0.3", "trigger^0.5"]
 UPDATE_RETRIES = 20
 MS_PER_DAY = 86_400_000
@@ -318,6 +321,83 @@ class ElasticsearchBackend(MemoryBackend):
         ]
         return sorted(points, key=lambda p: (p.start, p.memory_type))
 
+    # --- erasure (the writer credential; no delete-by-query: search, then bulk delete) --------
+    def erasure_kinds(self) -> tuple[str, ...]:
+        return ERASURE_KINDS
+
+    def erasure_find(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        kind: str,
+        ids: list[str] | None = None,
+        limit: int = 500,
+    ) -> list[str]:
+        if limit <= 0 or ids == []:
+            return []
+        return [hit["_id"] for hit in self._erasure_hits(tenant_id, user_id, kind, ids, limit)]
+
+    def erasure_delete(
+        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str]
+    ) -> list[str]:
+        if not ids:
+            return []
+        # Only the user's own documents, with the routing each was stored under.
+        hits = self._erasure_hits(tenant_id, user_id, kind, ids, len(set(ids)))
+        if not hits:
+            return []
+        index = self._index(kind)
+        operations: list[Json] = [
+            {"delete": {"_index": index, "_id": h["_id"], "routing": h.get("_routing")}}
+            for h in hits
+        ]
+        response = _call(
+            "delete documents",
+            lambda: self._writer.bulk(operations=operations, refresh=_REFRESH),
+        )
+        deleted, failures = [], []
+        for item in response["items"]:
+            outcome = item["delete"]
+            if outcome.get("result") == "deleted":
+                deleted.append(outcome["_id"])
+            elif outcome.get("result") != "not_found":
+                failures.append(f"{outcome.get('_id')}: {outcome.get('error')}")
+        if failures:
+            raise EngineError(f"Elasticsearch refused to delete {len(failures)}: {failures}")
+        return deleted
+
+    def erasure_count(
+        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str] | None = None
+    ) -> int:
+        if ids == []:
+            return 0
+        query = _erasure_query(tenant_id, user_id, ids)
+        index = self._erasure_index(kind)
+        response = _call("count documents", lambda: self._writer.count(index=index, query=query))
+        return int(response["count"])
+
+    def _erasure_index(self, kind: str) -> str:
+        if kind not in ERASURE_KINDS:
+            raise EngineError(f"No erasable index {kind!r}.")
+        return self._index(kind)
+
+    def _erasure_hits(
+        self, tenant_id: str, user_id: str, kind: str, ids: list[str] | None, limit: int
+    ) -> list[Json]:
+        index = self._erasure_index(kind)
+        body: Json = {
+            "size": limit,
+            "_source": False,
+            "track_total_hits": False,
+            "query": _erasure_query(tenant_id, user_id, ids),
+            "sort": [{"id": "asc"}],
+        }
+        # No routing: a document stored under another routing (an archive) is found as well.
+        response = _call("search", lambda: self._writer.search(index=index, **body))
+        hits: list[Json] = response["hits"]["hits"]
+        return hits
+
     # --- helpers -------------------------------------------------------------------------------
     def _index(self, kind: str) -> str:
         return f"{self.config.index_prefix}-{kind}"
@@ -370,6 +450,16 @@ def _scope_filter(scope: ReadScope) -> list[Json]:
     mine = {"term": {"user_id": scope.user_id}}
     owner = {"bool": {"should": [mine, no_user], "minimum_should_match": 1}}
     return [{"term": {"tenant_id": scope.tenant_id}}, owner]
+
+
+def _erasure_query(tenant_id: str, user_id: str, ids: list[str] | None) -> Json:
+    filters: list[Json] = [
+        {"term": {"tenant_id": tenant_id}},
+        {"term": {"user_id": user_id}},
+    ]
+    if ids is not None:
+        filters.append({"ids": {"values": ids}})
+    return {"bool": {"filter": filters}}
 
 
 def _recall_types(scope: ReadScope, flt: RecallFilter) -> tuple[MemoryType, ...]:

@@ -35,6 +35,7 @@ from memory.engine.base import EngineError, MemoryBackend, signal_multiplier
 from memory.engine.embedded_snapshots import Candidate, Snapshot, SnapshotCache, Vector, sortable
 from memory.engine.types import (
     MEMORY_TYPES,
+    PERSONAL_TYPES,
     GrowthBucket,
     GrowthPoint,
     LegHit,
@@ -289,6 +290,54 @@ class EmbeddedBackend(MemoryBackend):
             for day, kind, n in rows
         ]
 
+    # --- erasure ------------------------------------------------------------------------------
+    def erasure_kinds(self) -> tuple[str, ...]:
+        return PERSONAL_TYPES  # no archive table here
+
+    def erasure_find(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        kind: str,
+        ids: list[str] | None = None,
+        limit: int = 500,
+    ) -> list[str]:
+        where, params = _erasure_where(tenant_id, user_id, kind, ids)
+        with self._transaction() as conn:
+            rows = conn.execute(
+                f"SELECT id FROM memories WHERE {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
+                (*params, max(0, limit)),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def erasure_delete(
+        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str]
+    ) -> list[str]:
+        where, params = _erasure_where(tenant_id, user_id, kind, ids)
+        owner = _owner_key(tenant_id, user_id)
+        with self._transaction(write=True) as conn:
+            rows = conn.execute(
+                f"DELETE FROM memories WHERE {where} RETURNING seq, id, source",  # noqa: S608
+                params,
+            ).fetchall()
+            for seq, _, source in rows:
+                _fts_delete(conn, seq, _fts_fields(owner, json.loads(source)))
+            if rows:
+                _bump(conn, owner, purged=True)
+        return sorted(row[1] for row in rows)
+
+    def erasure_count(
+        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str] | None = None
+    ) -> int:
+        where, params = _erasure_where(tenant_id, user_id, kind, ids)
+        with self._transaction() as conn:
+            (n,) = conn.execute(
+                f"SELECT count(*) FROM memories WHERE {where}",  # noqa: S608 - fixed text
+                params,
+            ).fetchone()
+        return int(n)
+
     def _connection(self) -> sqlite3.Connection:
         local = self._local
         # A connection must never cross a fork (a pre-forking server may import us first).
@@ -454,6 +503,20 @@ def _owner_key(tenant_id: str, user_id: str | None) -> str:
     tokenizer or stemmer alters."""
     digest = hashlib.blake2b(repr((tenant_id, user_id)).encode(), digest_size=16).digest()
     return str(int.from_bytes(digest, "big"))
+
+
+def _erasure_where(
+    tenant_id: str, user_id: str, kind: str, ids: list[str] | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The user's rows of one kind (among ``ids`` when given): fixed SQL, values as params."""
+    if kind not in PERSONAL_TYPES:
+        raise EngineError(f"No erasable index {kind!r}.")
+    where = "owner = ? AND tenant_id = ? AND memory_type = ?"
+    params: tuple[Any, ...] = (_owner_key(tenant_id, user_id), tenant_id, kind)
+    if ids is not None:
+        where += " AND id IN (SELECT value FROM json_each(?))"
+        params += (json.dumps(ids),)
+    return where, params
 
 
 def _scope_owners(scope: ReadScope) -> list[str]:

@@ -103,7 +103,9 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         scope = self.scope(request)
         if self.add_form_class is None or scope is None or not self.has_add_permission(request):
             raise PermissionDenied
-        form = self.add_form_class(request.POST or None, scope=scope)
+        form = self.add_form_class(
+            request.POST or None, scope=scope, initial=self.add_form_initial(request)
+        )
         if request.method == "POST" and form.is_valid():
             try:
                 return self.perform_add(request, form)
@@ -117,6 +119,10 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             **(extra_context or {}),
         }
         return TemplateResponse(request, "admin/atlas/service_form.html", context)
+
+    def add_form_initial(self, request: HttpRequest) -> dict[str, Any]:
+        """Hook: initial values of the add form (e.g. from a link's query string)."""
+        return {}
 
     def perform_add(self, request: HttpRequest, form: Any) -> HttpResponse:
         raise NotImplementedError

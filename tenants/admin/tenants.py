@@ -68,7 +68,14 @@ class TenantAdmin(ScopedModelAdmin):
         "consolidation",
         "created_at",
     ]
-    readonly_fields = ["slug", "status", "isolation", "dashboard_link", "consolidation", "created_at"]
+    readonly_fields = [
+        "slug",
+        "status",
+        "isolation",
+        "dashboard_link",
+        "consolidation",
+        "created_at",
+    ]
     actions = ["suspend", "reactivate"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:

@@ -24,6 +24,8 @@ USER_ENDPOINTS = [
     ("DELETE", "users/{user}/memories/{id}", None),
     ("POST", "users/{user}/procedures/{id}/outcome", {"success": True}),
     ("POST", "users/{user}/consolidate", None),
+    ("POST", "users/{user}/forget-requests", {"scope": "user"}),
+    ("GET", "users/{user}/forget-requests/1", None),
 ]
 CATALOG_ENDPOINTS = [
     ("GET", "catalog", None),

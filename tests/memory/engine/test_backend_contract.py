@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.engine.base import signal_multiplier
+from memory.engine.base import EngineError, signal_multiplier
 from memory.engine.types import LegQuery, MemoryDoc, Ranking, RecallFilter, UsageBump
 from tests.memory.engine.conftest import BackendEnv, make_doc, vec
 
@@ -419,3 +419,55 @@ def test_growth_counts_a_tenant_per_type_per_calendar_bucket(env, tenant):
         (datetime(2026, 4, 1, tzinfo=UTC), "catalog", 1),
     ]
     assert env.backend.growth(uuid.uuid4().hex, bucket="week") == []
+
+
+# --- erasure ----------------------------------------------------------------------------------
+def test_erasure_pages_through_one_users_documents_and_nobody_elses(env, tenant):
+    mine = [make_doc(tenant, "u1", "episodic", f"episode {n}") for n in range(7)]
+    mine.append(make_doc(tenant, "u1", "semantic", "likes tea"))
+    neighbour = make_doc(tenant, "u2", "episodic", "episode of u2")
+    catalog = make_doc(tenant, None, "catalog", "opening hours")
+    foreign = make_doc(tenant[::-1], "u1", "episodic", "same user id, other tenant")
+    env.backend.write([*mine, neighbour, catalog, foreign])
+    assert "episodic" in env.backend.erasure_kinds()
+    assert "catalog" not in env.backend.erasure_kinds()
+
+    erased: list[str] = []
+    while page := env.backend.erasure_find(
+        tenant_id=tenant, user_id="u1", kind="episodic", limit=3
+    ):
+        assert len(page) <= 3 and page == sorted(page)
+        erased += env.backend.erasure_delete(
+            tenant_id=tenant, user_id="u1", kind="episodic", ids=page
+        )
+
+    assert sorted(erased) == sorted(d.id for d in mine[:7])
+    assert env.backend.erasure_count(tenant_id=tenant, user_id="u1", kind="episodic") == 0
+    assert env.backend.erasure_count(tenant_id=tenant, user_id="u1", kind="semantic") == 1
+    scope = env.scope(tenant, "u2")
+    assert env.backend.get(scope, neighbour.id) is not None
+    assert env.backend.get(scope, catalog.id) is not None
+    assert env.backend.get(env.scope(tenant[::-1], "u1"), foreign.id) is not None
+    assert lexical_ids(legs(env, tenant, "u1", "episode")) == []
+
+
+def test_erasure_by_ids_deletes_only_the_users_listed_documents_once(env, tenant):
+    a, b, c = (make_doc(tenant, "u1", "semantic", f"fact {n}") for n in range(3))
+    theirs = make_doc(tenant, "u2", "semantic", "fact of u2")
+    env.backend.write([a, b, c, theirs])
+    ids = [a.id, b.id, theirs.id, "0" * 32]
+    args = {"tenant_id": tenant, "user_id": "u1", "kind": "semantic"}
+
+    assert env.backend.erasure_count(**args, ids=ids) == 2
+    assert env.backend.erasure_find(**args, ids=ids) == sorted([a.id, b.id])
+    assert sorted(env.backend.erasure_delete(**args, ids=ids)) == sorted([a.id, b.id])
+    assert env.backend.erasure_delete(**args, ids=ids) == []  # idempotent: nothing twice
+    assert env.backend.erasure_count(**args, ids=ids) == 0
+    assert env.backend.erasure_find(**args, ids=[]) == []
+    assert [d.id for d in env.backend.get_many(env.scope(tenant, "u1"), [a.id, c.id])] == [c.id]
+    assert env.backend.get(env.scope(tenant, "u2"), theirs.id) is not None
+
+
+def test_erasure_refuses_an_unknown_index(env, tenant):
+    with pytest.raises(EngineError):
+        env.backend.erasure_count(tenant_id=tenant, user_id="u1", kind="catalog")

@@ -3,13 +3,22 @@
 import pytest
 from django.urls import reverse
 
+from erasure.models import ForgetRequest
 from tenants.models import AuditEvent, Operator, PlatformToken, User
 from tenants.services.tokens import token_issue
 from tenants.services.users import user_create
 
 pytestmark = pytest.mark.django_db
 
-CHANGELISTS = ["tenant", "user", "platformtoken", "scopedkey", "operator", "auditevent"]
+CHANGELISTS = [
+    "tenant",
+    "user",
+    "platformtoken",
+    "scopedkey",
+    "operator",
+    "auditevent",
+    "erasure.forgetrequest",
+]
 
 
 @pytest.fixture
@@ -19,11 +28,16 @@ def world(acme, globex, alice, charlie, acme_admin, acme_auditor, globex_admin):
     token_issue(tenant=acme, user=alice, name="acme-bot")
     user_create(tenant=globex, external_id="gqx-user")
     user_create(tenant=acme, external_id="amy")
+    ForgetRequest.objects.create(
+        tenant=globex, user=charlie, user_ref=str(charlie.pk), scope="user"
+    )
+    ForgetRequest.objects.create(tenant=acme, user=alice, user_ref=str(alice.pk), scope="user")
     return {"acme": acme, "globex": globex}
 
 
 def changelist(model: str) -> str:
-    return reverse(f"admin:tenants_{model}_changelist")
+    app, _, name = model.rpartition(".")
+    return reverse(f"admin:{app or 'tenants'}_{name}_changelist")
 
 
 @pytest.mark.parametrize("model", CHANGELISTS)

@@ -1,0 +1,39 @@
+"""Erasure: operator forget requests that erase memories at scale (DESIGN §2, §5).
+
+Flow: ``forget_request_open`` (an operator of the tenant, or a token that may act for the
+user) -> ``forget_request_approve`` / ``_reject`` (tenant or platform admins; auditors never)
+-> the ``erasure.run`` Celery task, queued on ``ATLAS_ERASURE_QUEUE`` after the commit ->
+``forget_request_execute``: ``done`` with a receipt, or ``failed`` with a reason
+(``forget_request_retry`` sends it back to approved; the job resumes where it stopped).
+
+The job, per index the backend lists in ``erasure_kinds()`` (episodic, semantic, procedural and,
+on Elasticsearch, ``{prefix}-archive``): search the user's documents with the platform's writer
+credential (tenant + user filter, ids only), journal the page's ids, delete them in bulk (no
+delete-by-query: the test cluster has none), count them; then verify that a count per index
+finds nothing left, purge the user's stored API responses (``IdempotencyRecord``: they quote
+memory text) and, if asked, invalidate the user's cluster key and delete the user record.
+
+Where text could survive, and why it does not:
+
+- audit events: ids, counts and flags only (memory writes' events hold ids and kinds too);
+- ``ForgetRequest``: memory ids. A ``query`` scope's text is kept only until the job resolves it
+  into ids (once, on the first start; the ids are stored), or the request is rejected, then it is
+  wiped from the row. It is never in audit events, API responses or logs;
+- ``ErasureProgress`` and the receipt: ids and counts only;
+- idempotency records of the user (their tokens, and tenant tokens' requests on the user's
+  paths) are deleted by every erasure, whatever its scope;
+- Celery messages carry the request id only; the job logs ids and counts only.
+
+Query scope: "matching" is a case-insensitive, whitespace-normalised phrase contained in a
+memory's text, name, description or trigger (superseded facts included), over the user's
+personal indices (the archive is searched by ids only, not by query).
+
+Resuming: a worker holds a lease on a running request (``ATLAS_ERASURE_LEASE_S``, renewed every
+page). With ``acks_late`` a killed worker's message stays unacknowledged until the broker's
+visibility timeout (Redis: an hour by default), so the ``erasure.resume_stalled`` beat task
+(every 5 minutes; or ``manage.py erasure_resume``) re-queues requests whose lease expired, and
+approved requests whose job never started. Duplicate messages are harmless: a job runs only on a
+request without a live lease, and a journaled page is finished before anything new is searched,
+so counts are exact. A failed request is retried from the admin (button or list action) or with
+``manage.py erasure_resume --retry ID --as <operator>``.
+"""

@@ -1,0 +1,337 @@
+"""The erasure job: resolve the targets once, delete page by page across every index, verify,
+purge the rows that can hold memory text, and write the receipt.
+
+Resumable: the job holds a lease on the request (renewed every page). Each page is journaled
+(``ErasureProgress.pending_ids``) and committed before the store deletes it, and counted in the
+commit after, so a worker killed at any point resumes with exact counts: the next run finishes
+a journaled page first (deletes are idempotent) and then searches for what is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from atlas_platform.exceptions import AtlasError
+from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
+from memory.engine.base import EngineError, MemoryBackend
+from memory.engine.types import PERSONAL_TYPES, MemoryDoc, ReadScope
+from memory.models import IdempotencyRecord
+from memory.services.common import backend as memory_backend
+from tenants.models import PlatformToken, ScopedKey, User
+from tenants.services.audit import audit_record
+from tenants.services.scoped_keys import scoped_key_invalidate
+
+logger = logging.getLogger(__name__)
+GET_CHUNK = 500
+SCAN_PAGE = 500
+RUNNABLE = (ForgetRequest.Status.APPROVED, ForgetRequest.Status.RUNNING)
+
+
+class LeaseLost(Exception):
+    """Another worker took the request over (this one stalled past its lease): stop quietly."""
+
+
+def forget_request_execute(*, request_id: int) -> ForgetRequest | None:
+    """Run (or resume) an approved request's erasure to ``done`` or ``failed``. Returns None
+    when there is nothing to do here (not runnable, or another worker holds a live lease)."""
+    owner = uuid.uuid4().hex
+    request = _claim(request_id, owner)
+    if request is None:
+        return None
+    job = _Job(request, owner, memory_backend())
+    try:
+        job.run()
+    except LeaseLost:
+        logger.warning("erasure lease lost", extra={"forget_request_id": request_id})
+        return None
+    except (EngineError, AtlasError) as exc:
+        return job.fail(f"The memory store failed: {exc}")
+    except Exception as exc:
+        job.fail(f"Internal error ({type(exc).__name__}); see the worker log.")
+        raise
+    return job.request
+
+
+def _lease_deadline() -> datetime:
+    return timezone.now() + timedelta(seconds=settings.ATLAS_ERASURE_LEASE_S)
+
+
+def _claim(request_id: int, owner: str) -> ForgetRequest | None:
+    with transaction.atomic():
+        request = (
+            ForgetRequest.objects.select_for_update(of=("self",))
+            .select_related("tenant", "user")
+            .filter(pk=request_id)
+            .first()
+        )
+        if request is None or request.status not in RUNNABLE:
+            return None
+        live = request.lease_expires_at is not None and request.lease_expires_at > timezone.now()
+        if request.status == ForgetRequest.Status.RUNNING and live:
+            return None  # a live worker has it; this message is a duplicate
+        first = request.status == ForgetRequest.Status.APPROVED
+        request.status = ForgetRequest.Status.RUNNING
+        request.lease_owner, request.lease_expires_at = owner, _lease_deadline()
+        request.started_at = request.started_at or timezone.now()
+        request.save(update_fields=["status", "lease_owner", "lease_expires_at", "started_at"])
+        audit_record(
+            action="forget_request.start" if first else "forget_request.resume_run",
+            tenant=request.tenant,
+            subject_user=request.user,
+            target=request,
+            metadata={"forget_request_id": request.pk, "retry_count": request.retry_count},
+        )
+    return request
+
+
+class _Job:
+    def __init__(self, request: ForgetRequest, owner: str, store: MemoryBackend) -> None:
+        self.request, self.owner, self.store = request, owner, store
+        self.tenant_id, self.user_id = str(request.tenant_id), request.user_ref
+
+    # --- steps -------------------------------------------------------------------------------
+    def run(self) -> None:
+        targets = self._targets()
+        for kind in self.store.erasure_kinds():
+            self._erase(kind, targets)
+        remaining = self._verify(targets)
+        if remaining:
+            left = ", ".join(f"{kind}: {n}" for kind, n in remaining.items())
+            self.fail(f"Verification found documents left ({left}); retry to erase them.")
+            return
+        self._finish(targets)
+
+    def _targets(self) -> list[str] | None:
+        """None for a whole user; else the ids to erase, resolved once and stored (ids only)."""
+        request = self.request
+        if request.scope == ForgetRequest.Scope.USER:
+            return None
+        if request.targets_resolved:
+            return list(request.memory_ids)
+        if request.scope == ForgetRequest.Scope.QUERY:
+            ids = self._matching(request.query)
+        else:
+            ids = list(request.memory_ids)
+        if request.include_supporting_episodes:
+            ids = list(dict.fromkeys([*ids, *self._supporting_episodes(ids)]))
+
+        def resolve(row: ForgetRequest) -> None:
+            row.memory_ids, row.targets_resolved, row.query = ids, True, ""
+
+        self._commit(resolve)
+        return ids
+
+    def _scope(self) -> ReadScope:
+        # The platform's writer credential: an erasure must see every document of the user.
+        return ReadScope(tenant_id=self.tenant_id, user_id=self.user_id, isolation="filter")
+
+    def _matching(self, query: str) -> list[str]:
+        """Every personal memory whose text fields contain the query (case-insensitive,
+        whitespace-normalised phrase match), superseded ones included."""
+        needle = " ".join(query.split()).casefold()
+        return [doc.id for doc in self._scan() if needle in _haystack(doc)]
+
+    def _scan(self) -> Iterator[MemoryDoc]:
+        after: tuple[str, str] | None = None
+        while True:
+            docs = self.store.scan(
+                self._scope(), memory_types=PERSONAL_TYPES, search_after=after, limit=SCAN_PAGE
+            )
+            yield from (d for d in docs if d.user_id == self.user_id)
+            if len(docs) < SCAN_PAGE:
+                return
+            after = (docs[-1].created_at.isoformat(), docs[-1].id)
+
+    def _supporting_episodes(self, ids: list[str]) -> list[str]:
+        episodes: list[str] = []
+        for start in range(0, len(ids), GET_CHUNK):
+            for doc in self.store.get_many(self._scope(), ids[start : start + GET_CHUNK]):
+                if doc.user_id == self.user_id:
+                    episodes += doc.supporting_episode_ids
+        return list(dict.fromkeys(episodes))
+
+    def _erase(self, kind: str, targets: list[str] | None) -> None:
+        progress, _ = ErasureProgress.objects.get_or_create(request=self.request, kind=kind)
+        args = {"tenant_id": self.tenant_id, "user_id": self.user_id, "kind": kind}
+        while not progress.done:
+            if progress.pending_ids:
+                page = list(progress.pending_ids)
+                self.store.erasure_delete(**args, ids=page)
+                progress = self._save_progress(progress, _counted(page))
+                continue
+            page = self.store.erasure_find(
+                **args, ids=targets, limit=settings.ATLAS_ERASURE_PAGE_SIZE
+            )
+            progress = self._save_progress(progress, _journaled(page))
+
+    def _verify(self, targets: list[str] | None) -> dict[str, int]:
+        remaining: dict[str, int] = {}
+        for kind in self.store.erasure_kinds():
+            n = self.store.erasure_count(
+                tenant_id=self.tenant_id, user_id=self.user_id, kind=kind, ids=targets
+            )
+            ErasureProgress.objects.filter(request=self.request, kind=kind).update(remaining=n)
+            if n:
+                remaining[kind] = n
+                # A retry must search this index again.
+                ErasureProgress.objects.filter(request=self.request, kind=kind).update(done=False)
+        return remaining
+
+    def _finish(self, targets: list[str] | None) -> None:
+        request = self.request
+        if request.delete_user_record and request.user_id is not None:
+            self._invalidate_keys(request.user)  # on the cluster, before the row goes
+        with transaction.atomic():
+            row = self._locked()
+            progress = list(row.progress.order_by("id").prefetch_related("erased_pages"))
+            user = row.user
+            purged = _purge_idempotency(user) if user is not None else 0
+            erased = {i for p in progress for i in p.erased_ids()}
+            now = timezone.now()
+            row.receipt = {
+                "forget_request_id": row.pk,
+                "tenant_id": row.tenant_id,
+                "user_id": row.user_ref,
+                "scope": row.scope,
+                "include_supporting_episodes": row.include_supporting_episodes,
+                "indices": {p.kind: p.as_receipt() for p in progress},
+                "total_deleted": sum(p.deleted for p in progress),
+                "not_found_ids": [i for i in (targets or []) if i not in erased],
+                "idempotency_records_deleted": purged,
+                "user_record_deleted": bool(row.delete_user_record and user is not None),
+                "verification": {"remaining": 0, "checked_at": now.isoformat()},
+                "requested_by": row.requested_by_label,
+                "approved_by": row.approver_label,
+                "completed_at": now.isoformat(),
+            }
+            row.status, row.verified, row.finished_at = ForgetRequest.Status.DONE, True, now
+            row.lease_owner, row.lease_expires_at, row.query = "", None, ""
+            row.save()
+            audit_record(
+                action="forget_request.complete",
+                tenant=row.tenant,
+                subject_user=user,
+                target=row,
+                metadata={
+                    "forget_request_id": row.pk,
+                    "deleted": {p.kind: p.deleted for p in progress},
+                    "idempotency_records_deleted": purged,
+                    "user_record_deleted": row.receipt["user_record_deleted"],
+                },
+            )
+            if row.delete_user_record and user is not None:
+                _delete_user(user)
+        logger.info(
+            "erasure done",
+            extra={"forget_request_id": row.pk, "deleted": row.receipt["total_deleted"]},
+        )
+        self.request = row
+
+    def fail(self, reason: str) -> ForgetRequest | None:
+        """Mark the request failed (retryable); None if another worker has taken it over."""
+        with transaction.atomic():
+            try:
+                row = self._locked()
+            except LeaseLost:
+                return None
+            row.status, row.reason, row.verified = ForgetRequest.Status.FAILED, reason[:2000], None
+            row.lease_owner, row.lease_expires_at = "", None
+            row.save()
+            audit_record(
+                action="forget_request.fail",
+                tenant=row.tenant,
+                subject_user=row.user,
+                target=row,
+                metadata={"forget_request_id": row.pk, "retry_count": row.retry_count},
+            )
+        self.request = row
+        return row
+
+    # --- leases and commits ------------------------------------------------------------------
+    def _locked(self) -> ForgetRequest:
+        row = (
+            ForgetRequest.objects.select_for_update(of=("self",))
+            .select_related("tenant", "user")
+            .get(pk=self.request.pk)
+        )
+        if row.lease_owner != self.owner or row.status != ForgetRequest.Status.RUNNING:
+            raise LeaseLost
+        return row
+
+    def _commit(self, change: Callable[[ForgetRequest], None]) -> None:
+        """Apply ``change`` to the request and renew the lease, in one transaction."""
+        with transaction.atomic():
+            row = self._locked()
+            change(row)
+            row.lease_expires_at = _lease_deadline()
+            row.save()
+        self.request = row
+
+    def _save_progress(
+        self, progress: ErasureProgress, change: Callable[[ErasureProgress], None]
+    ) -> ErasureProgress:
+        """Commit a progress step together with the lease renewal (or not at all)."""
+        with transaction.atomic():
+            row = self._locked()
+            row.lease_expires_at = _lease_deadline()
+            row.save(update_fields=["lease_expires_at"])
+            fresh = ErasureProgress.objects.select_for_update().get(pk=progress.pk)
+            change(fresh)
+            fresh.save()
+        return fresh
+
+    def _invalidate_keys(self, user: User | None) -> None:
+        live = (ScopedKey.Status.ACTIVE, ScopedKey.Status.PENDING_INVALIDATION)
+        for key in ScopedKey.objects.filter(user=user, status__in=live).select_related("user"):
+            scoped_key_invalidate(key=key)
+
+
+def _journaled(page: list[str]) -> Callable[[ErasureProgress], None]:
+    def apply(progress: ErasureProgress) -> None:
+        if page:
+            progress.pending_ids = page
+        else:
+            progress.done = True
+
+    return apply
+
+
+def _counted(page: list[str]) -> Callable[[ErasureProgress], None]:
+    def apply(progress: ErasureProgress) -> None:
+        progress.deleted += len(page)
+        progress.pages += 1
+        progress.pending_ids = []
+        ErasedPage.objects.create(progress=progress, ids=page)
+
+    return apply
+
+
+def _haystack(doc: MemoryDoc) -> str:
+    fields = (doc.text, doc.name or "", doc.description or "", doc.trigger or "")
+    return " ".join(" ".join(f.split()) for f in fields).casefold()
+
+
+def _purge_idempotency(user: User) -> int:
+    """The user's stored API responses (they may quote memory text): through the user's own
+    tokens, and tenant tokens' requests on the user's paths."""
+    mine = Q(token__user=user) | Q(
+        token__tenant_id=user.tenant_id,
+        token__user__isnull=True,
+        request_line__contains=f"/users/{user.external_id}/",
+    )
+    deleted, _ = IdempotencyRecord.objects.filter(mine).delete()
+    return int(deleted)
+
+
+def _delete_user(user: User) -> None:
+    """The subject's row, its own tokens (their idempotency rows cascade) and key rows."""
+    PlatformToken.objects.filter(user=user).delete()
+    user.delete()

@@ -1,0 +1,158 @@
+"""The forget-request admin: scoping, the prefilled form, decisions by role, the receipt."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from erasure.admin import forget_request_form_url
+from erasure.models import ForgetRequest
+from erasure.services import forget_request_execute, forget_request_open
+from memory.services.writes import memory_write
+from tests.erasure.test_services import op
+
+pytestmark = pytest.mark.usefixtures("store")
+
+CHANGELIST = "admin:erasure_forgetrequest_changelist"
+
+
+def url(name: str, pk: int) -> str:
+    return reverse(f"admin:erasure_forgetrequest_{name}", args=[pk])
+
+
+@pytest.fixture
+def requests(alice, charlie, acme_admin, globex_admin):
+    return {
+        "acme": forget_request_open(user=alice, scope="user", by=op(acme_admin)),
+        "globex": forget_request_open(user=charlie, scope="user", by=op(globex_admin)),
+    }
+
+
+def test_the_list_shows_only_the_operators_tenant(requests, acme_client, platform_client):
+    page = acme_client.get(reverse(CHANGELIST), {"status__exact": "pending"}).content.decode()
+    everything = platform_client.get(reverse(CHANGELIST)).content.decode()
+
+    assert "alice" in page and "charlie" not in page and "Globex" not in page
+    assert "alice" in everything and "charlie" in everything
+
+
+def test_the_form_opens_a_request_prefilled_from_a_link(alice, acme_client):
+    link = forget_request_form_url(user_pk=alice.pk, memory_ids=["m1", "m2"])
+
+    form = acme_client.get(link)
+    posted = acme_client.post(
+        reverse("admin:erasure_forgetrequest_add"),
+        {"user": alice.pk, "scope_kind": "ids", "memory_ids": "m1, m2\nm3"},
+    )
+
+    assert form.status_code == 200
+    html = form.content.decode()
+    assert f'<option value="{alice.pk}" selected>' in html and "m1\nm2" in html
+    request = ForgetRequest.objects.get()
+    assert posted.status_code == 302 and request.memory_ids == ["m1", "m2", "m3"]
+    assert request.requested_by_label == "acme-admin" and request.status == "pending"
+
+
+def test_the_form_refuses_another_tenants_user(charlie, acme_client):
+    response = acme_client.post(
+        reverse("admin:erasure_forgetrequest_add"), {"user": charlie.pk, "scope_kind": "user"}
+    )
+
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert not ForgetRequest.objects.exists()
+
+
+def test_the_form_shows_service_errors(alice, acme_client):
+    response = acme_client.post(
+        reverse("admin:erasure_forgetrequest_add"), {"user": alice.pk, "scope_kind": "query"}
+    )
+
+    assert "A query scope needs a query." in response.content.decode()
+    assert not ForgetRequest.objects.exists()
+
+
+def test_an_admin_approves_and_the_job_is_queued(
+    requests, acme_client, django_capture_on_commit_callbacks
+):
+    pending = requests["acme"]
+    page = acme_client.get(url("change", pending.pk)).content.decode()
+
+    with django_capture_on_commit_callbacks() as queued:
+        response = acme_client.post(url("approve", pending.pk))
+
+    assert "Approve and erase" in page and "Reject" in page
+    assert response.status_code == 302 and len(queued) == 1
+    pending.refresh_from_db()
+    assert pending.status == "approved" and pending.approver_label == "acme-admin"
+
+
+def test_an_admin_rejects_with_a_reason(requests, acme_client):
+    pending = requests["acme"]
+
+    empty = acme_client.post(url("reject", pending.pk), {"reason": ""})
+    pending.refresh_from_db()
+    assert empty.status_code == 302 and pending.status == "pending"
+    acme_client.post(url("reject", pending.pk), {"reason": "not the data subject"})
+
+    pending.refresh_from_db()
+    assert (pending.status, pending.reason) == ("rejected", "not the data subject")
+
+
+def test_auditors_see_no_buttons_and_get_403_when_posting(requests, auditor_client):
+    pending = requests["acme"]
+    page = auditor_client.get(url("change", pending.pk))
+
+    assert page.status_code == 200 and "Approve and erase" not in page.content.decode()
+    for name in ("approve", "reject", "retry"):
+        assert auditor_client.post(url(name, pending.pk), {"reason": "x"}).status_code == 403
+    assert auditor_client.get(reverse("admin:erasure_forgetrequest_add")).status_code == 403
+    pending.refresh_from_db()
+    assert pending.status == "pending"
+
+
+def test_another_tenants_request_cannot_be_seen_or_decided(requests, acme_client):
+    foreign = requests["globex"]
+
+    assert acme_client.get(url("change", foreign.pk)).status_code == 404
+    for name in ("approve", "reject", "retry", "receipt"):
+        assert acme_client.post(url(name, foreign.pk), {"reason": "x"}).status_code == 404
+    foreign.refresh_from_db()
+    assert foreign.status == "pending"
+
+
+def test_decisions_need_a_post(requests, acme_client):
+    assert acme_client.get(url("approve", requests["acme"].pk)).status_code == 405
+
+
+def test_a_failed_request_is_retried_by_the_list_action(
+    requests, acme_client, django_capture_on_commit_callbacks
+):
+    failed = requests["acme"]
+    ForgetRequest.objects.filter(pk=failed.pk).update(status="failed", reason="store down")
+
+    with django_capture_on_commit_callbacks() as queued:
+        acme_client.post(
+            reverse(CHANGELIST),
+            {"action": "retry_failed", "_selected_action": [failed.pk, requests["globex"].pk]},
+        )
+
+    failed.refresh_from_db()
+    assert failed.status == "approved" and failed.retry_count == 1 and len(queued) == 1
+    assert ForgetRequest.objects.get(pk=requests["globex"].pk).status == "pending"
+
+
+def test_the_receipt_page_shows_counts_and_ids_only(
+    alice, acme_admin, acme_client, django_capture_on_commit_callbacks
+):
+    fact = memory_write(user=alice, text="Alice's cat is called Whiskers", memory_type="semantic")
+    request = forget_request_open(user=alice, scope="ids", memory_ids=[fact.id], by=op(acme_admin))
+    with django_capture_on_commit_callbacks():
+        acme_client.post(url("approve", request.pk))
+    forget_request_execute(request_id=request.pk)
+
+    detail = acme_client.get(url("change", request.pk)).content.decode()
+    receipt = acme_client.get(url("receipt", request.pk))
+
+    assert "View receipt" in detail
+    assert receipt.status_code == 200
+    assert fact.id in receipt.content.decode() and "Whiskers" not in receipt.content.decode()
