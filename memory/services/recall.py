@@ -80,7 +80,7 @@ def memory_recall(
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
-        vector = embedder().embed_one(query) if "dense" in legs else None
+        vector = embedder().embed_query(query) if "dense" in legs else None
         timings["embed_ms"] = _since(started)
         leg_query = LegQuery(
             text=query,
