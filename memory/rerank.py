@@ -1,23 +1,27 @@
 """Rerankers: reorder the fused pool by query-passage relevance, within a time budget.
 
-No offline cross-encoder ships inside any registry package today (see CONTRIBUTING), so the
-default is ``none`` and recall reports ``reranked: false``. Options: ``http`` (a Cohere / Jina /
-text-embeddings-inference compatible ``POST /rerank``) and ``es-inference`` (an Elasticsearch
-``rerank`` inference endpoint). Whatever fails or runs past its budget, recall keeps the fused
-order and says so.
+No offline cross-encoder ships inside any registry package today (docs/models.md has the survey),
+so the default is ``none`` and recall reports ``reranked: false``. Options: ``http`` (a Cohere /
+Jina / text-embeddings-inference compatible ``POST /rerank``), ``es-inference`` (an Elasticsearch
+``rerank`` inference endpoint) and ``onnx`` (a local cross-encoder in ONNX form, from files the
+operator provides). Whatever fails or runs past its budget, recall keeps the fused order and
+says so.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
+import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -92,6 +96,84 @@ class ElasticsearchInferenceReranker(Reranker):
         return out
 
 
+class OnnxCrossEncoderReranker(Reranker):
+    """A BERT-style cross-encoder (query and passage as one pair, one logit out) run by
+    onnxruntime on the CPU, e.g. an ms-marco-MiniLM export.
+
+    Pairs are tokenised with the passage truncated to ``max_tokens`` (the query is kept), sorted
+    by length so each batch pads little, scored ``batch_size`` at a time and put back in order.
+    Between batches the deadline is checked, so a timed-out call stops using the CPU. The
+    session is shared: runs are serialised, which keeps latency predictable on 2 cores.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str,
+        tokenizer_path: str = "",
+        max_tokens: int = 256,
+        batch_size: int = 32,
+        threads: int = 2,
+        name: str = "",
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        from memory.embedding import session_options
+
+        model = Path(model_path)
+        if model.is_dir():
+            model = model / "model.onnx"
+        tokenizer = Path(tokenizer_path) if tokenizer_path else model.parent / "tokenizer.json"
+        if not model.is_file() or not tokenizer.is_file():
+            raise ImproperlyConfigured(
+                "ATLAS_RERANKER=onnx needs ATLAS_RERANKER_MODEL_PATH (an .onnx file, or a folder "
+                f"with model.onnx) and a tokenizer.json beside it: {model}, {tokenizer}."
+            )
+        self.name = name or f"onnx:{model.parent.name or model.name}"
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name
+        self.tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second")
+        self.session = ort.InferenceSession(
+            str(model), session_options(threads), providers=["CPUExecutionProvider"]
+        )
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        self._lock = threading.Lock()
+
+    def scores(self, query: str, passages: Sequence[str], *, timeout_s: float) -> list[float]:
+        deadline = time.perf_counter() + timeout_s
+        order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
+        out = [float("-inf")] * len(passages)
+        for start in range(0, len(order), self.batch_size):
+            if time.perf_counter() > deadline:
+                raise RerankError("local cross-encoder ran past its budget")
+            batch = order[start : start + self.batch_size]
+            scores = self._score_batch(query, [passages[i] for i in batch])
+            for index, score in zip(batch, scores, strict=True):
+                out[index] = score
+        return out
+
+    def _score_batch(self, query: str, passages: list[str]) -> list[float]:
+        try:
+            encodings = self.tokenizer.encode_batch([(query, p) for p in passages])
+            feeds = {
+                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            }
+            if "token_type_ids" in self.input_names:
+                feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            with self._lock:
+                logits = np.asarray(self.session.run(None, feeds)[0], dtype=np.float32)
+        except Exception as exc:
+            raise RerankError(f"local cross-encoder failed: {exc}") from exc
+        # One logit per pair; a two-class head scores with its "relevant" column.
+        column = logits.reshape(len(passages), -1)[:, -1]
+        return [float(x) for x in column]
+
+
 @dataclass
 class RerankOutcome:
     order: list[int]  # indices into the passages, best first
@@ -141,4 +223,14 @@ def default_reranker() -> Reranker | None:
         )
     if kind == "es-inference":
         return ElasticsearchInferenceReranker(inference_id=settings.ATLAS_RERANKER_MODEL)
-    raise ImproperlyConfigured(f"ATLAS_RERANKER must be none, http or es-inference, not {kind!r}.")
+    if kind == "onnx":
+        return OnnxCrossEncoderReranker(
+            model_path=settings.ATLAS_RERANKER_MODEL_PATH,
+            tokenizer_path=settings.ATLAS_RERANKER_TOKENIZER_PATH,
+            max_tokens=settings.ATLAS_RERANKER_MAX_TOKENS,
+            batch_size=settings.ATLAS_RERANKER_BATCH,
+            threads=settings.ATLAS_EMBEDDER_THREADS,
+        )
+    raise ImproperlyConfigured(
+        f"ATLAS_RERANKER must be none, http, es-inference or onnx, not {kind!r}."
+    )

@@ -94,7 +94,7 @@ def memory_recall(
         if "dense" not in legs:
             vector = None
         elif vector is None:
-            vector = embedder().embed_one(query)
+            vector = embedder().embed_query(query)
         timings["embed_ms"] = _since(started)
         leg_query = LegQuery(
             text=query,

@@ -89,7 +89,11 @@ def memory_turn_record(
         _audit(user, "memory.turn", episode, session_id=session_id)
         backend().write([episode])
     recall = memory_recall(
-        user=user, query=text, k=k, exclude_ids=[episode.id], vector=episode.embedding
+        user=user,
+        query=text,
+        k=k,
+        exclude_ids=[episode.id],
+        vector=episode.embedding if embedder().symmetric else None,
     )
     episode_recorded.send(
         sender=TurnResult,

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import json
 import threading
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
-from memory.embedding import EmbeddingError, MiniLMOnnxEmbedder, OpenAIEmbedder, default_embedder
+from memory.embedding import (
+    CANDIDATES,
+    EmbeddingError,
+    MiniLMOnnxEmbedder,
+    OpenAIEmbedder,
+    default_embedder,
+    load_embedder,
+)
 
 
 def test_the_default_model_loads_offline_and_embeds_meaningfully():
@@ -37,6 +46,42 @@ def test_batches_match_single_encodes():
 
     assert batch.shape == (40, 384)
     assert np.allclose(batch[33], model.embed([texts[33]])[0], atol=1e-4)
+
+
+def test_queries_embed_like_passages_for_a_model_without_prefixes():
+    model = default_embedder()
+
+    assert np.allclose(model.embed_query("tea"), model.embed(["tea"])[0], atol=1e-6)
+
+
+def test_the_default_is_also_selectable_by_its_candidate_name():
+    model = load_embedder("minilm-l6-int8")
+
+    assert isinstance(model, MiniLMOnnxEmbedder)
+    assert np.allclose(model.embed(["tea"]), default_embedder().embed(["tea"]), atol=1e-6)
+
+
+def test_an_unknown_embedder_name_lists_the_choices():
+    with pytest.raises(ImproperlyConfigured, match="bge-small-en-v15-int8"):
+        load_embedder("bert-huge")
+    assert {"e5-small-v2-int8", "multilingual-e5-small-q4", "paraphrase-minilm-l3"} <= set(
+        CANDIDATES
+    )
+
+
+def test_a_missing_or_altered_model_jar_fails_at_load(settings, tmp_path):
+    settings.ATLAS_MODELS_DIR = str(tmp_path)
+    settings.ATLAS_EMBEDDER_MODEL_PATH = ""
+    with pytest.raises(ImproperlyConfigured, match="make models-maven"):
+        load_embedder("e5-small-v2-int8")
+
+    forged = tmp_path / "forged.jar"
+    with zipfile.ZipFile(forged, "w") as jar:
+        jar.writestr("e5-small-v2-q.onnx", b"not the model")
+        jar.writestr("e5-small-v2-q-tokenizer.json", b"{}")
+    settings.ATLAS_EMBEDDER_MODEL_PATH = str(forged)
+    with pytest.raises(ImproperlyConfigured, match="sha256"):
+        load_embedder("e5-small-v2-int8")
 
 
 @pytest.fixture
