@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import Count, QuerySet, Sum
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
 from tenants.models import Tenant
@@ -66,3 +67,42 @@ def recent_runs(tenant: Tenant, *, limit: int = 20) -> list[ConsolidationRun]:
     return list(
         ConsolidationRun.objects.filter(tenant=tenant).select_related("user__tenant")[:limit]
     )
+
+
+@dataclass(frozen=True)
+class DailyRuns:
+    day: date
+    by_status: dict[str, int]
+    tokens: int
+
+
+def runs_per_day(tenant: Tenant, *, days: int) -> list[DailyRuns]:
+    """Runs per status and tokens used per UTC day for the last ``days`` days (oldest first,
+    every day present), in one query."""
+    today = timezone.now().astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    rows = (
+        ConsolidationRun.objects.filter(
+            tenant=tenant, created_at__gte=datetime.combine(first, time.min, tzinfo=UTC)
+        )
+        .annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("day", "status")
+        .annotate(
+            n=Count("id"),
+            tokens=Coalesce(Sum("prompt_tokens"), 0) + Coalesce(Sum("completion_tokens"), 0),
+        )
+    )
+    out = {
+        first + timedelta(days=k): DailyRuns(
+            day=first + timedelta(days=k),
+            by_status=dict.fromkeys(ConsolidationRun.Status.values, 0),
+            tokens=0,
+        )
+        for k in range(days)
+    }
+    for row in rows:
+        entry = out.get(row["day"])
+        if entry is not None:
+            entry.by_status[row["status"]] += row["n"]
+            out[row["day"]] = DailyRuns(entry.day, entry.by_status, entry.tokens + row["tokens"])
+    return list(out.values())

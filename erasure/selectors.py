@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.db.models import Count
+
 from atlas_platform.exceptions import NotFound
 from erasure.models import ForgetRequest
-from tenants.models import User
+from tenants.models import Tenant, User
 
 
 def forget_request_for_user(*, user: User, request_id: int) -> ForgetRequest:
@@ -19,3 +21,29 @@ def forget_request_for_user(*, user: User, request_id: int) -> ForgetRequest:
             f"No forget request {request_id} for this user.", code="forget_request_not_found"
         )
     return found
+
+
+OPEN_STATUSES = (
+    ForgetRequest.Status.PENDING,
+    ForgetRequest.Status.APPROVED,
+    ForgetRequest.Status.RUNNING,
+    ForgetRequest.Status.FAILED,
+)
+
+
+def open_forget_requests(*, tenant: Tenant, limit: int = 20) -> list[ForgetRequest]:
+    """The tenant's requests still needing someone (pending, queued, running, failed), oldest
+    first, with their users."""
+    return list(
+        ForgetRequest.objects.filter(tenant=tenant, status__in=OPEN_STATUSES)
+        .select_related("user")
+        .order_by("created_at")[:limit]
+    )
+
+
+def forget_request_counts(*, tenant: Tenant) -> dict[str, int]:
+    """Requests per status (every status present, zero included)."""
+    counts = dict.fromkeys(ForgetRequest.Status.values, 0)
+    rows = ForgetRequest.objects.filter(tenant=tenant).values("status").annotate(n=Count("id"))
+    counts.update({row["status"]: row["n"] for row in rows})
+    return counts

@@ -39,8 +39,12 @@ class Panel:
 PanelFn = Callable[[HttpRequest, Tenant], "Panel | None"]
 
 
-def _render(template: str, **context: object) -> SafeString:
+def render_panel(template: str, **context: object) -> SafeString:
+    """A panel body from ``templates/admin/atlas/panels/<template>``."""
     return SafeString(render_to_string(f"admin/atlas/panels/{template}", context))
+
+
+_render = render_panel
 
 
 def bucket_starts(bucket: GrowthBucket, today: date, n: int) -> list[date]:

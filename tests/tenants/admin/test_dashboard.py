@@ -178,3 +178,57 @@ def test_auditors_see_the_dashboard_but_may_not_post(store, acme, auditor_client
 
 def test_a_platform_admin_sees_every_dashboard(store, globex, platform_client):
     assert platform_client.get(board(globex)).status_code == 200
+
+
+def test_open_forget_requests_have_a_panel(store, acme, alice, bob, acme_admin, acme_client):
+    from erasure.models import ForgetRequest
+    from erasure.services.requests import (
+        OperatorPrincipal,
+        forget_request_open,
+        forget_request_reject,
+    )
+    from tenants.scoping import scope_for
+
+    by = OperatorPrincipal(acme_admin.account, scope_for(acme_admin.account))
+    opened = forget_request_open(user=alice, scope="user", by=by)
+    closed = forget_request_open(user=bob, scope="user", by=by)
+    forget_request_reject(request=closed, by=by, reason="duplicate")
+
+    page = acme_client.get(board(acme)).content.decode()
+
+    panel = page[page.index('id="panel-forget-requests"') :]
+    assert "1 open request" in panel
+    assert f"#{opened.pk}</a>" in panel and f"#{closed.pk}</a>" not in panel
+    assert "pending: 1 requests" in panel and "rejected: 1 requests" in panel  # bar titles
+    assert ForgetRequest.objects.filter(tenant=acme).count() == 2
+
+
+def test_consolidation_runs_and_tokens_have_a_panel(store, acme, alice, acme_client, settings):
+    from consolidation.models import ConsolidationRun
+
+    settings.ATLAS_CONSOLIDATION_BASE_URL = ""
+    ConsolidationRun.objects.create(
+        tenant=acme,
+        user=alice,
+        trigger="on_demand",
+        status="done",
+        prompt_tokens=120,
+        completion_tokens=30,
+        facts_written=2,
+    )
+    ConsolidationRun.objects.create(
+        tenant=acme,
+        user=alice,
+        trigger="daily",
+        status="failed",
+        prompt_tokens=50,
+    )
+
+    page = acme_client.get(board(acme)).content.decode()
+
+    panel = page[page.index('id="panel-consolidation"') :]
+    assert "Consolidation is off" in panel
+    assert '<strong id="consolidation-runs">2</strong>' in panel
+    assert '<strong id="consolidation-tokens">200</strong>' in panel
+    assert "Consolidation runs per day" in panel and "1 failed" in panel
+    assert panel.count('class="run-row"') == 2
