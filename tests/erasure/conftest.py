@@ -10,7 +10,6 @@ the broker from the settings / environment. Tests can kill it (SIGKILL) and star
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import signal
 import subprocess
@@ -19,40 +18,20 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
-from django.conf import settings as django_settings
-from django.db import connection
 
 from tests.api.conftest import api, store  # noqa: F401 - the embedded store, the JSON caller
-from tests.conftest import service_missing
+from tests.celery_worker import broker_url, worker_env
 from tests.memory.conftest import engine, people  # noqa: F401 - every backend, named people
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 60.0
 
 
-def broker_url() -> str:
-    """The broker of the settings (CELERY_BROKER_URL), else REDIS_URL from the environment."""
-    for url in (django_settings.CELERY_BROKER_URL, os.environ.get("REDIS_URL", "")):
-        if url.startswith("redis://"):
-            return str(url)
-    service_missing("Redis (CELERY_BROKER_URL or REDIS_URL)")
-    raise AssertionError("unreachable")
-
-
 @pytest.fixture(scope="session")
 def erasure_queue() -> str:
     return f"atlas-erasure-test-{secrets.token_hex(4)}"
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"] != "django.db.backends.postgresql":
-        service_missing("PostgreSQL (the worker needs a database it can share)")
-    user, password = quote(db["USER"] or "", safe=""), quote(db["PASSWORD"] or "", safe="")
-    return f"postgres://{user}:{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
 class Worker:
@@ -121,21 +100,18 @@ def erasure_worker(
     settings.ATLAS_ERASURE_QUEUE = erasure_queue
     settings.ATLAS_ERASURE_PAGE_SIZE = 25
     settings.ATLAS_ERASURE_LEASE_S = 5
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": broker,
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "ATLAS_MEMORY_BACKEND": "elasticsearch",
-        "ATLAS_ES_URL": settings.ATLAS_ES_URL,
-        "ATLAS_ES_USERNAME": settings.ATLAS_ES_USERNAME,
-        "ATLAS_ES_PASSWORD": settings.ATLAS_ES_PASSWORD,
-        "ATLAS_ES_INDEX_PREFIX": settings.ATLAS_ES_INDEX_PREFIX,
-        "ATLAS_ERASURE_QUEUE": erasure_queue,
-        "ATLAS_ERASURE_PAGE_SIZE": "25",
-        "ATLAS_ERASURE_LEASE_S": "5",
-        "LOG_LEVEL": "INFO",
-    }
+    env = worker_env(
+        queue=erasure_queue,
+        ATLAS_MEMORY_BACKEND="elasticsearch",
+        ATLAS_ES_URL=settings.ATLAS_ES_URL,
+        ATLAS_ES_USERNAME=settings.ATLAS_ES_USERNAME,
+        ATLAS_ES_PASSWORD=settings.ATLAS_ES_PASSWORD,
+        ATLAS_ES_INDEX_PREFIX=settings.ATLAS_ES_INDEX_PREFIX,
+        ATLAS_ERASURE_QUEUE=erasure_queue,
+        ATLAS_ERASURE_PAGE_SIZE="25",
+        ATLAS_ERASURE_LEASE_S="5",
+        LOG_LEVEL="INFO",
+    )
     saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=broker, task_always_eager=False)
     worker = Worker(env, erasure_queue, tmp_path / "worker.log")

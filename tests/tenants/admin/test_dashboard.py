@@ -189,7 +189,9 @@ def test_open_forget_requests_have_a_panel(store, acme, alice, bob, acme_admin, 
     )
     from tenants.scoping import scope_for
 
-    by = OperatorPrincipal(acme_admin.account, scope_for(acme_admin.account))
+    scope = scope_for(acme_admin.account)
+    assert scope is not None
+    by = OperatorPrincipal(acme_admin.account, scope)
     opened = forget_request_open(user=alice, scope="user", by=by)
     closed = forget_request_open(user=bob, scope="user", by=by)
     forget_request_reject(request=closed, by=by, reason="duplicate")
