@@ -29,7 +29,7 @@ from erasure.services import (
     forget_request_reject,
     forget_request_retry,
 )
-from tenants.admin.base import ScopedForm, ScopedModelAdmin
+from tenants.admin.base import ReadOnlyInline, ScopedForm, ScopedModelAdmin
 from tenants.admin.site import site
 from tenants.models import User
 from tenants.scoping import OperatorScope
@@ -81,18 +81,10 @@ class RejectForm(forms.Form):
     reason = forms.CharField(max_length=2000)
 
 
-class ErasureProgressInline(admin.TabularInline):  # type: ignore[type-arg]
+class ErasureProgressInline(ReadOnlyInline):
     model = ErasureProgress
     fields = ("kind", "deleted", "pages", "done", "remaining", "updated_at")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ForgetRequest, site=site)

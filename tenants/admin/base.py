@@ -34,6 +34,19 @@ class ScopedForm(forms.Form):
             self.fields["user"].queryset = scope.restrict(users, "tenant")  # type: ignore[attr-defined]
 
 
+class ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
+    """A tabular inline that only shows rows: set ``model`` and ``fields``."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Tenant-scoped admin: rows, choices and actions limited to the operator's tenants.
 

@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString
 
 from atlas_platform.exceptions import AtlasError
 from memory.mcp.client_config import client_configs, own_user_mcp_url, user_mcp_url
-from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
 from tenants.admin.forms import UserAddForm
 from tenants.admin.inspector import MemoryInspector
 from tenants.admin.site import site
@@ -31,7 +31,7 @@ _KEY_COLOURS = {"active": "#107c10", "stale": "#b35c00", "pending_invalidation":
 _base_url: ContextVar[str] = ContextVar("atlas_admin_base_url", default="http://127.0.0.1:8000/")
 
 
-class ScopedKeyInline(admin.TabularInline):  # type: ignore[type-arg]
+class ScopedKeyInline(ReadOnlyInline):
     model = ScopedKey
     fields = (
         "key_id",
@@ -41,15 +41,7 @@ class ScopedKeyInline(admin.TabularInline):  # type: ignore[type-arg]
         "rotated_from",
     )
     readonly_fields = fields
-    extra = 0
-    can_delete = False
     show_change_link = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(User, site=site)
