@@ -17,6 +17,13 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     A user-scoped token may only name its own user; a tenant token any active user of its tenant.
     Anything else is "not found" (never "forbidden"), so ids of other tenants do not leak.
     """
+    if token.user_id is not None:
+        # A user-scoped token can only ever name its own user, loaded with the token already.
+        own = token.user
+        if own is not None and own.external_id == external_id and own.status == User.Status.ACTIVE:
+            own.tenant = token.tenant
+            return own
+        raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
     user = (
         User.objects.select_related("tenant")
         .filter(tenant_id=token.tenant_id, external_id=external_id, status=User.Status.ACTIVE)
