@@ -7,7 +7,6 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
 from rest_framework import exceptions as drf_exceptions
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -21,40 +20,6 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
         body["error"]["details"] = details
     body["error"]["request_id"] = current_request_id() or None
     return body
-
-
-class StrictJSONParser(JSONParser):
-    """JSON bodies whose strings hold no NUL character (U+0000): PostgreSQL cannot store one in
-    text or JSON, and no memory needs it, so it is refused up front with a 400 naming the field
-    instead of failing half-way through a write."""
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        data = super().parse(stream, media_type, parser_context)
-        where = _nul_path(data, "body")
-        if where is not None:
-            raise drf_exceptions.ParseError(
-                f"{where} contains a NUL character (\\u0000); remove it.", code="nul_character"
-            )
-        return data
-
-
-def _nul_path(value: Any, path: str) -> str | None:
-    """The path of the first string (key or value) holding a NUL character, or None."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if "\x00" in key:
-                return f"{path} key {key!r}"
-            found = _nul_path(item, f"{path}.{key}")
-            if found:
-                return found
-    if isinstance(value, list):
-        for n, item in enumerate(value):
-            found = _nul_path(item, f"{path}[{n}]")
-            if found:
-                return found
-    return None
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

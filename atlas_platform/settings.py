@@ -141,7 +141,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.api.authentication.PlatformTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "atlas_platform.api.exception_handler",
-    "DEFAULT_PARSER_CLASSES": ["atlas_platform.api.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["atlas_platform.parsers.StrictJSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -11,7 +11,7 @@ from cryptography.fernet import Fernet
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def boot(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def boot(tmp_path: Path, code: str = "", **env: str) -> subprocess.CompletedProcess[str]:
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -20,7 +20,7 @@ def boot(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     clean.update(
         {"ATLAS_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "atlas_platform.settings", **env}
     )
-    code = (
+    code = code or (
         "import django; django.setup(); from django.conf import settings; "
         "print(settings.DEBUG, settings.ALLOWED_HOSTS)"
     )
@@ -73,3 +73,18 @@ def test_development_generates_per_checkout_secrets(tmp_path):
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "encryption_key").exists()
+
+
+@pytest.mark.parametrize("module", ["atlas_platform.asgi", "atlas_platform.wsgi"])
+def test_the_served_app_imports_in_a_fresh_interpreter(tmp_path, module):
+    """What uvicorn / gunicorn do first; import cycles hidden by the test run's import order
+    (a DRF setting naming a class in a module that imports DRF's views) show up only here."""
+    code = (
+        f"import {module} as served, rest_framework.views as views; "
+        "print(type(served.application).__name__, views.APIView.parser_classes[0].__name__)"
+    )
+
+    result = boot(tmp_path, code=code)
+
+    assert result.returncode == 0, result.stderr
+    assert "StrictJSONParser" in result.stdout
