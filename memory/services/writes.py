@@ -152,9 +152,13 @@ def memory_write(
     metadata: dict[str, Any] | None = None,
     supporting_episode_ids: Sequence[str] = (),
     source: str = "agent",
+    timestamp: datetime | None = None,
 ) -> MemoryDoc:
     """Write a semantic fact or a procedural playbook; a fact may supersede the user's older
-    facts (marked, not deleted). A harsh contradiction lowers the new fact's confidence."""
+    facts (marked, not deleted). A harsh contradiction lowers the new fact's confidence.
+
+    ``timestamp`` backdates what is remembered (an import of history; the evaluation corpus):
+    it is the fact's ``timestamp`` and first ``last_used_at``; ``created_at`` stays now."""
     if memory_type not in WRITABLE_TYPES:
         raise ValidationError(
             f"memory_type must be semantic or procedural, not {memory_type!r}.",
@@ -197,9 +201,9 @@ def memory_write(
             fields.update(
                 name=name, description=description, trigger=trigger, steps=_clean_steps(steps)
             )
-        doc = _personal_doc(user, memory_type, text, **fields)
+        doc = _personal_doc(user, memory_type, text, timestamp=timestamp, **fields)
         if memory_type == "semantic":
-            doc.last_used_at = doc.created_at
+            doc.last_used_at = doc.timestamp if timestamp else doc.created_at
         with transaction.atomic():
             action = "memory.supersede" if targets else "memory.write"
             _audit(user, action, doc, supersedes=doc.supersedes, contradiction=contradiction)
