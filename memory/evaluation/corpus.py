@@ -458,73 +458,82 @@ def load_run(
 
 
 def load_persona(persona: Persona, user: Any) -> LoadedUser:
-    """Episodes in one bulk write (as turns, with their times and sessions); facts and
-    playbooks through ``memory_write`` in time order, supersession mapped from keys to ids."""
-    from memory.engine.types import MemoryDoc
-    from memory.services.common import backend, embedder, new_id
+    """The persona's memories as ``user``'s, with the corpus's times.
+
+    Episodes (as turns), plain facts and playbooks go in one bulk write (one embedding batch,
+    one refresh); every superseding fact goes through ``memory_write`` in time order, with its
+    ``supersedes`` keys mapped to ids, so the service marks the older facts as it would live.
+    """
+    from memory.services.common import backend, embedder
     from memory.services.writes import memory_write
 
     loaded = LoadedUser(persona=persona.persona, user=user)
-    episodes = [m for m in persona.memories if m.type == "episodic"]
-    vectors: list[Any] = list(embedder().embed([m.text for m in episodes])) if episodes else []
+    order = {"episodic": 0, "semantic": 1, "procedural": 2}  # episodes first: facts cite them
+    bulk = sorted(
+        (m for m in persona.memories if not m.raw.get("supersedes")), key=lambda m: order[m.type]
+    )
+    vectors = list(embedder().embed([m.text for m in bulk])) if bulk else []
     docs = []
-    for memory, vector in zip(episodes, vectors, strict=True):
-        doc = MemoryDoc(
-            id=new_id(),
-            tenant_id=str(user.tenant_id),
-            user_id=str(user.pk),
-            memory_type="episodic",
-            text=memory.text,
-            created_at=memory.timestamp,
-            timestamp=memory.timestamp,
-            embedding=[float(x) for x in vector],
-            source="turn",
-            session_id=str(memory.raw["session"]),
-            agent="eval",
-        )
+    for memory, vector in zip(bulk, vectors, strict=True):
+        doc = _bulk_doc(memory, user, [float(x) for x in vector], loaded.key_to_id)
         loaded.key_to_id[memory.key] = doc.id
         docs.append(doc)
-    if docs:
-        backend().write(docs)
-    others = sorted(
-        (m for m in persona.memories if m.type != "episodic"), key=lambda m: m.timestamp
+    for start in range(0, len(docs), 200):
+        backend().write(docs[start : start + 200])
+    superseding = sorted(
+        (m for m in persona.memories if m.raw.get("supersedes")), key=lambda m: m.timestamp
     )
-    for memory in others:
+    for memory in superseding:
         raw = memory.raw
-        if memory.type == "semantic":
-            doc = memory_write(
-                user=user,
-                text=memory.text,
-                memory_type="semantic",
-                confidence=float(raw.get("confidence", 1.0)),
-                fact_type=SERVICE_FACT_TYPE[raw["fact_type"]],
-                supersedes=[loaded.key_to_id[k] for k in raw.get("supersedes") or []],
-                contradiction=raw.get("contradiction"),
-                supporting_episode_ids=[loaded.key_to_id[k] for k in raw.get("supporting") or []],
-                tags=[f"fact:{raw['fact_type']}"],
-                metadata={"eval_key": memory.key},
-                timestamp=memory.timestamp,
-            )
-        else:
-            doc = memory_write(
-                user=user,
-                text=memory.text,
-                memory_type="procedural",
-                name=raw["name"],
-                trigger=raw["trigger"],
-                steps=raw["steps"],
-                metadata={"eval_key": memory.key},
-                timestamp=memory.timestamp,
-            )
-            counts = {"success_count": raw["success_count"], "failure_count": raw["failure_count"]}
-            if any(counts.values()):
-                doc = backend().update(doc, _setter(counts))
+        doc = memory_write(
+            user=user,
+            text=memory.text,
+            memory_type="semantic",
+            confidence=float(raw.get("confidence", 1.0)),
+            fact_type=SERVICE_FACT_TYPE[raw["fact_type"]],
+            supersedes=[loaded.key_to_id[k] for k in raw["supersedes"]],
+            contradiction=raw.get("contradiction"),
+            supporting_episode_ids=[loaded.key_to_id[k] for k in raw.get("supporting") or []],
+            tags=[f"fact:{raw['fact_type']}"],
+            metadata={"eval_key": memory.key},
+            timestamp=memory.timestamp,
+        )
         loaded.key_to_id[memory.key] = doc.id
     return loaded
 
 
-def _setter(fields: dict[str, Any]) -> Any:
-    def mutate(_current: Any) -> dict[str, Any]:
-        return fields
+def _bulk_doc(memory: Memory, user: Any, vector: list[float], ids: dict[str, str]) -> Any:
+    """The document ``memory_write`` / a turn would store for ``memory`` (written as of its
+    timestamp)."""
+    from memory.engine.types import MemoryDoc
+    from memory.services.common import new_id
 
-    return mutate
+    raw, when = memory.raw, memory.timestamp
+    doc = MemoryDoc(
+        id=new_id(),
+        tenant_id=str(user.tenant_id),
+        user_id=str(user.pk),
+        memory_type=memory.type,  # type: ignore[arg-type]
+        text=memory.text,
+        created_at=when,
+        timestamp=when,
+        embedding=vector,
+        metadata={"eval_key": memory.key},
+    )
+    if memory.type == "episodic":
+        doc.source, doc.session_id, doc.agent = "turn", str(raw["session"]), "eval"
+        doc.metadata = {}
+    elif memory.type == "semantic":
+        doc.confidence = float(raw.get("confidence", 1.0))
+        doc.fact_type = SERVICE_FACT_TYPE[raw["fact_type"]]
+        doc.tags = [f"fact:{raw['fact_type']}"]
+        doc.supporting_episode_ids = [ids[k] for k in raw.get("supporting") or []]
+        doc.last_used_at = when
+    else:
+        doc.name, doc.trigger = raw["name"], raw["trigger"]
+        doc.steps = [
+            {"order": n, "instruction": step, "tool": None}
+            for n, step in enumerate(raw["steps"], start=1)
+        ]
+        doc.success_count, doc.failure_count = raw["success_count"], raw["failure_count"]
+    return doc

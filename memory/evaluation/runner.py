@@ -140,7 +140,7 @@ def evaluate(
             "recalls": count,
             "mean_ms": round((time.perf_counter() - started) * 1000 / max(count, 1), 1),
         }
-    if not reranker_configured:
+    if not reranker_configured and any(a.name == "no_rerank" for a in ablations):
         for row in rows:
             row["ranks"]["no_rerank"] = row["ranks"]["full"]
     probes = _probe_leaks(run, personas, asked)

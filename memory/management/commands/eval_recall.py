@@ -28,6 +28,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory.evaluation.corpus import CORPUS_DIR, CorpusError, read_corpus
 from memory.evaluation.overlap import overlap_report
 from memory.evaluation.report import overlap_tables, plot, tables
+from memory.evaluation.runner import ABLATIONS
 
 EXIT_LEAKS, EXIT_R10, EXIT_R5 = 2, 3, 4
 
@@ -41,6 +42,11 @@ class Command(BaseCommand):
         parser.add_argument("--personas", default="", help="comma-separated (default: all)")
         parser.add_argument("--corpus", default=str(CORPUS_DIR), help="corpus directory")
         parser.add_argument("--limit-questions", type=int, default=None, help="per persona")
+        parser.add_argument(
+            "--ablations",
+            default="",
+            help=f"comma-separated subset of {', '.join(a.name for a in ABLATIONS)} (default: all)",
+        )
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--plot", dest="plot_path", default="")
         parser.add_argument("--gate-r10", type=float, default=0.85)
@@ -62,6 +68,13 @@ class Command(BaseCommand):
             if options["json_path"]:
                 Path(options["json_path"]).write_text(json.dumps({"overlap": overlap}, indent=2))
             return
+        wanted = [a.strip() for a in options["ablations"].split(",") if a.strip()]
+        unknown = sorted(set(wanted) - {a.name for a in ABLATIONS})
+        if unknown:
+            raise CommandError(f"Unknown ablations: {', '.join(unknown)}.")
+        if wanted and "full" not in wanted:
+            wanted.insert(0, "full")  # the gates read the full pipeline
+        options["ablation_list"] = [a for a in ABLATIONS if not wanted or a.name in wanted]
         self._use_backend(options["backend"])
         with self._private_store(keep=options["keep"]) as store_note:
             report = self._evaluate(personas, catalog, options)
@@ -99,6 +112,7 @@ class Command(BaseCommand):
             run,
             personas,
             limit_questions=options["limit_questions"],
+            ablations=options["ablation_list"],
             reranker_configured=settings.ATLAS_RERANKER != "none",
         )
         report["config"] = {
