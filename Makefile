@@ -9,7 +9,7 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run services services-down test lint format ci bench clean
+.PHONY: help install run services services-down test lint format ci bench eval clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -17,6 +17,7 @@ help:
 	@echo "make services       start Elasticsearch, PostgreSQL, Redis; write $(SERVICES_ENV)"
 	@echo "make services-down  stop them"
 	@echo "make lint           ruff, mypy, makemigrations --check"
+	@echo "make eval           recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +63,11 @@ bench: install services
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
 	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ \
 	  $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
+
+eval: install services
+	mkdir -p var
+	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
+	  $(PY) manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

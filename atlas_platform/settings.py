@@ -203,6 +203,9 @@ ATLAS_RERANKER_API_KEY = env.str("ATLAS_RERANKER_API_KEY", default="")
 ATLAS_RERANKER_MODEL = env.str("ATLAS_RERANKER_MODEL", default="")
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
+# RRF weight of the lexical legs against the dense ones (1.0 = plain RRF as in the source
+# design; 0.5 measured better on the recall eval without a reranker: docs/recall-quality.md).
+ATLAS_RECALL_LEXICAL_WEIGHT = env.float("ATLAS_RECALL_LEXICAL_WEIGHT", default=0.5)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
 ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)

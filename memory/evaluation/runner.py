@@ -30,6 +30,7 @@ class Ablation:
     use_reranker: bool = True
     apply_decay: bool = True
     time_hints: bool = True
+    lexical_weight: float | None = None  # None: the configured weight
 
 
 ABLATIONS = (
@@ -39,6 +40,7 @@ ABLATIONS = (
     Ablation("no_rerank", use_reranker=False),
     Ablation("no_decay", apply_decay=False),
     Ablation("no_time_hints", time_hints=False),
+    Ablation("equal_weights", lexical_weight=1.0),  # plain RRF, as in the source design
 )
 
 
@@ -86,6 +88,7 @@ def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> A
         use_reranker=ablation.use_reranker,
         apply_decay=ablation.apply_decay,
         time_hints=ablation.time_hints,
+        lexical_weight=ablation.lexical_weight,
         record_usage=False,
         now=persona.now,
     )

@@ -79,6 +79,7 @@ def memory_recall(
     time_hints: bool = True,
     record_usage: bool = True,
     now: datetime | None = None,
+    lexical_weight: float | None = None,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
@@ -86,6 +87,8 @@ def memory_recall(
     the same legs to the fusion (``time_hints``): memories from that window rank higher, none
     are dropped. ``now`` is the instant recall runs as (decay, time expressions; the evaluation
     pins it); ``record_usage=False`` leaves use counts alone (a read-only recall).
+    ``lexical_weight`` (default ``ATLAS_RECALL_LEXICAL_WEIGHT``) weighs the lexical legs in
+    the fusion against the dense ones (docs/recall-quality.md has the measurements).
     """
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
@@ -133,7 +136,10 @@ def memory_recall(
         timings["legs_ms"] = _since(mark)
     mark = time.perf_counter()
     excluded = set(exclude_ids)
-    fused = [f for f in rrf(fusion_legs) if f.doc.id not in excluded]
+    if lexical_weight is None:
+        lexical_weight = settings.ATLAS_RECALL_LEXICAL_WEIGHT
+    weights = {"lexical": lexical_weight, "lexical_time": lexical_weight}
+    fused = [f for f in rrf(fusion_legs, weights=weights) if f.doc.id not in excluded]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if use_reranker else None
     outcome = rerank(

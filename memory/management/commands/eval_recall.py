@@ -31,6 +31,7 @@ from memory.evaluation.report import overlap_tables, plot, tables
 from memory.evaluation.runner import ABLATIONS
 
 EXIT_LEAKS, EXIT_R10, EXIT_R5 = 2, 3, 4
+SWITCHED_SETTINGS = ("ATLAS_MEMORY_BACKEND", "ATLAS_ES_INDEX_PREFIX", "ATLAS_EMBEDDED_PATH")
 
 
 class Command(BaseCommand):
@@ -75,10 +76,15 @@ class Command(BaseCommand):
         if wanted and "full" not in wanted:
             wanted.insert(0, "full")  # the gates read the full pipeline
         options["ablation_list"] = [a for a in ABLATIONS if not wanted or a.name in wanted]
-        self._use_backend(options["backend"])
-        with self._private_store(keep=options["keep"]) as store_note:
-            report = self._evaluate(personas, catalog, options)
-            report["config"]["store"] = store_note
+        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
+        try:
+            self._use_backend(options["backend"])
+            with self._private_store(keep=options["keep"]) as store_note:
+                report = self._evaluate(personas, catalog, options)
+                report["config"]["store"] = store_note
+        finally:  # the process (a test, a shell) keeps its own configuration
+            for name, value in saved.items():
+                setattr(settings, name, value)
         report["overlap"] = overlap
         self._write(tables(report))
         self._write(overlap_tables(overlap)[:1])
@@ -119,6 +125,7 @@ class Command(BaseCommand):
             "backend": settings.ATLAS_MEMORY_BACKEND,
             "embedder": _embedder_name(),
             "reranker": settings.ATLAS_RERANKER,
+            "lexical_weight": settings.ATLAS_RECALL_LEXICAL_WEIGHT,
             "isolation": run.tenant.isolation_mode,
             "personas": {
                 p.persona: {
