@@ -92,16 +92,23 @@ def _season(first_month: int, qualifier: str, now: datetime) -> tuple[datetime, 
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(yesterday|today|this morning|tonight|earlier today)\b"), "day"),
-    (re.compile(rf"\b({NUMBER_WORDS}|\d+)\s+(day|week|month|year)s?\s+ago\b"), "ago"),
+    (re.compile(rf"\b({NUMBER_WORDS}|\d+)\s+(day|week|month|year)s?\s+(?:ago|back)\b"), "ago"),
     (re.compile(r"\b(last|this|past|previous)\s+(week|weekend|month|year)\b"), "span"),
     (
         re.compile(r"\b(earlier this year|this year|start of the year|beginning of the year)\b"),
         "year",
     ),
     (re.compile(r"\b(recently|lately|the other day)\b"), "recent"),
-    (re.compile(rf"\b(?:(last|this|past)\s+)?({'|'.join(SEASONS)})\b"), "season"),
+    # A season needs a marker of a past one ("in summer" alone is usually a habit).
     (
-        re.compile(rf"\b(?:(last|this|in|back in|early|late|during|since)\s+)?({MONTH_NAMES})\b"),
+        re.compile(rf"\b(last|this|past|early|late|back in the|back in)\s+({'|'.join(SEASONS)})\b"),
+        "season",
+    ),
+    (
+        re.compile(
+            rf"\b(?:(last|this|in|back in|early|late|during|since|start of|beginning of|end of)"
+            rf"\s+)?({MONTH_NAMES})\b"
+        ),
         "month",
     ),
     (re.compile(r"\b(?:in|during|back in)\s+(20\d\d)\b"), "calendar_year"),
@@ -159,7 +166,7 @@ def _window(kind: str, match: re.Match[str], now: datetime, text: str) -> TimeWi
     if kind == "recent":
         return _clip(now - timedelta(days=30), now, now, phrase)
     if kind == "season":
-        start, end = _season(SEASONS[match.group(2)], match.group(1) or "", now)
+        start, end = _season(SEASONS[match.group(2)], match.group(1), now)
         return _clip(start, end, now, phrase)
     if kind == "month":
         qualifier, name = match.group(1) or "", match.group(2)
@@ -169,9 +176,9 @@ def _window(kind: str, match: re.Match[str], now: datetime, text: str) -> TimeWi
         start, end = _named_month(month, qualifier, now)
         if qualifier == "since":
             end = now
-        elif qualifier == "early":
+        elif qualifier in {"early", "start of", "beginning of"}:
             end = start + timedelta(days=15)
-        elif qualifier == "late":
+        elif qualifier in {"late", "end of"}:
             start = start + timedelta(days=14)
         return _clip(start, end, now, phrase)
     if kind == "calendar_year":
