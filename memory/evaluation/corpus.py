@@ -465,14 +465,18 @@ def load_persona(persona: Persona, user: Any) -> LoadedUser:
     ``supersedes`` keys mapped to ids, so the service marks the older facts as it would live.
     """
     from memory.services.common import backend, embedder
-    from memory.services.writes import memory_write
+    from memory.services.writes import embedding_text, memory_write
 
     loaded = LoadedUser(persona=persona.persona, user=user)
     order = {"episodic": 0, "semantic": 1, "procedural": 2}  # episodes first: facts cite them
     bulk = sorted(
         (m for m in persona.memories if not m.raw.get("supersedes")), key=lambda m: order[m.type]
     )
-    vectors = list(embedder().embed([m.text for m in bulk])) if bulk else []
+    texts = [
+        embedding_text(m.type, m.text, name=m.raw.get("name"), trigger=m.raw.get("trigger"))
+        for m in bulk
+    ]
+    vectors = list(embedder().embed(texts)) if bulk else []
     docs = []
     for memory, vector in zip(bulk, vectors, strict=True):
         doc = _bulk_doc(memory, user, [float(x) for x in vector], loaded.key_to_id)

@@ -41,6 +41,17 @@ def _audit(user: User, action: str, doc: MemoryDoc, **extra: Any) -> None:
     )
 
 
+def embedding_text(
+    memory_type: str, text: str, *, name: str | None = None, trigger: str | None = None
+) -> str:
+    """What the dense leg embeds: the text, and for a playbook its name and trigger too
+    (people ask "how do I <trigger>", not for the one-line summary)."""
+    if memory_type != "procedural":
+        return text
+    parts = (name, trigger, text)
+    return ". ".join(p.strip().rstrip(".") for p in parts if p and p.strip()) + "."
+
+
 def _personal_doc(user: User, memory_type: str, text: str, **fields: Any) -> MemoryDoc:
     moment = fields.pop("timestamp", None) or now()
     created = now()
@@ -52,7 +63,11 @@ def _personal_doc(user: User, memory_type: str, text: str, **fields: Any) -> Mem
         text=text,
         created_at=created,
         timestamp=moment,
-        embedding=embedder().embed_one(text),
+        embedding=embedder().embed_one(
+            embedding_text(
+                memory_type, text, name=fields.get("name"), trigger=fields.get("trigger")
+            )
+        ),
         **fields,
     )
 

@@ -331,3 +331,15 @@ def test_a_time_expression_prefers_memories_from_that_window(
     plain = memory_recall(user=user, query=question, now=NOW, time_hints=False)
     assert plain.time_window is None
     assert "lexical_time" not in plain.hits[0].leg_ranks
+
+
+def test_a_playbook_is_embedded_with_its_name_and_trigger() -> None:
+    from memory.services.writes import embedding_text
+
+    assert embedding_text("semantic", "Sam lives in York.", name="x", trigger="y") == (
+        "Sam lives in York."
+    )
+    assert embedding_text(
+        "procedural", "Flip the breaker back.", name="Reset the fuse", trigger="power is out"
+    ) == ("Reset the fuse. power is out. Flip the breaker back.")
+    assert embedding_text("procedural", "Flip it.", name=None, trigger=" ") == "Flip it."
