@@ -126,7 +126,11 @@ class Command(BaseCommand):
             "embedder": _embedder_name(),
             "reranker": settings.ATLAS_RERANKER,
             "lexical_weight": settings.ATLAS_RECALL_LEXICAL_WEIGHT,
-            "isolation": run.tenant.isolation_mode,
+            "isolation": (
+                run.tenant.isolation_mode
+                if settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
+                else "filter"  # the embedded backend filters in-process
+            ),
             "personas": {
                 p.persona: {
                     "memories": len(p.memories),
