@@ -254,7 +254,7 @@ def test_eval_recall_passes_the_gates_on_elasticsearch(es: Any, tmp_path: Path) 
     call_command(
         "eval_recall",
         backend="elasticsearch",
-        limit_questions=20,
+        limit_questions=30,
         ablations="full",
         json_path=str(out),
         gate_r10=0.85,
@@ -263,14 +263,14 @@ def test_eval_recall_passes_the_gates_on_elasticsearch(es: Any, tmp_path: Path) 
     report = json.loads(out.read_text())
     full = report["ablations"]["full"]
     assert report["leakage"]["leaks"] == 0
-    assert report["leakage"]["probes"] == 20 * len(personas) * len(personas)
+    assert report["leakage"]["probes"] == 30 * len(personas) * len(personas)
     assert full["overall"]["r@10"] >= 0.85 and full["overall"]["r@5"] >= 0.75
     assert set(full["per_persona"]) == set(personas)
     assert set(full["per_type"]) <= {"episodic", "semantic", "procedural"}
     assert set(full["per_kind"]) == {"paraphrase", "exact_token", "temporal", "superseded"}
     assert report["config"]["backend"] == "elasticsearch"
     assert report["config"]["isolation"] == "dls"
-    assert len(report["questions"]) == 20 * len(personas)
+    assert len(report["questions"]) == 30 * len(personas)
     assert {"r@1", "r@5", "r@10", "mrr", "n"} == set(full["overall"])
     assert "personas" in report["overlap"]
 
