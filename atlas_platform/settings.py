@@ -231,6 +231,9 @@ ATLAS_RERANKER_MAX_TOKENS = env.int("ATLAS_RERANKER_MAX_TOKENS", default=256)
 ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
+# RRF weight of the lexical legs against the dense ones (1.0 = plain RRF as in the source
+# design; 0.5 measured better on the recall eval without a reranker: docs/recall-quality.md).
+ATLAS_RECALL_LEXICAL_WEIGHT = env.float("ATLAS_RECALL_LEXICAL_WEIGHT", default=0.5)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/bookkeeping.py).

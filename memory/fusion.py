@@ -17,8 +17,14 @@ class Fused:
     leg_scores: dict[str, float] = field(default_factory=dict)
 
 
-def rrf(legs: dict[str, list[LegHit]], *, rank_constant: int = RRF_RANK_CONSTANT) -> list[Fused]:
-    """Sum of ``1 / (rank_constant + rank)`` over the legs a document appears in, best first.
+def rrf(
+    legs: dict[str, list[LegHit]],
+    *,
+    rank_constant: int = RRF_RANK_CONSTANT,
+    weights: dict[str, float] | None = None,
+) -> list[Fused]:
+    """Sum of ``weight / (rank_constant + rank)`` over the legs a document appears in, best
+    first (every leg weighs 1 unless ``weights`` says otherwise).
 
     Ties break on the best single-leg rank, then on id, so the order is deterministic.
     """
@@ -26,7 +32,7 @@ def rrf(legs: dict[str, list[LegHit]], *, rank_constant: int = RRF_RANK_CONSTANT
     for leg, hits in legs.items():
         for hit in hits:
             entry = fused.setdefault(hit.doc.id, Fused(doc=hit.doc, score=0.0))
-            entry.score += 1.0 / (rank_constant + hit.rank)
+            entry.score += (weights or {}).get(leg, 1.0) / (rank_constant + hit.rank)
             entry.leg_ranks[leg] = hit.rank
             entry.leg_scores[leg] = hit.score
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.doc.id))

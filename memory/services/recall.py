@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,11 +12,20 @@ from django.conf import settings
 
 from atlas_platform.exceptions import ValidationError
 from memory import bookkeeping
-from memory.engine.types import PERSONAL_TYPES, LegQuery, MemoryDoc, MemoryType, RecallFilter
+from memory.engine.types import (
+    PERSONAL_TYPES,
+    LegHit,
+    LegQuery,
+    MemoryDoc,
+    MemoryType,
+    RecallFilter,
+)
 from memory.fusion import rrf
+from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
-from memory.services.common import backend, clean_text, embedder, now, store_errors
+from memory.services.common import backend, clean_text, embedder, store_errors
+from memory.services.common import now as clock_now
 from memory.services.recall_stats import recall_stat_record
 from tenants.models import User
 
@@ -39,6 +49,7 @@ class RecallResult:
     reranked: bool
     timings_ms: dict[str, float]
     took_ms: float
+    time_window: TimeWindow | None = None  # read from the query; fed a time-filtered leg
 
 
 def _types(memory_types: Sequence[str] | None) -> tuple[MemoryType, ...]:
@@ -70,14 +81,24 @@ def memory_recall(
     vector: list[float] | None = None,
     track_usage: bool = True,
     inspect: bool = False,
+    time_hints: bool = True,
+    now: datetime | None = None,
+    lexical_weight: float | None = None,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
+    A time expression in the query ("last March", "two weeks ago") adds a time-filtered run of
+    the same legs to the fusion (``time_hints``): memories from that window rank higher, none
+    are dropped. ``now`` is the instant recall runs as (decay, time expressions; the evaluation
+    pins it). ``lexical_weight`` (default ``ATLAS_RECALL_LEXICAL_WEIGHT``) weighs the lexical
+    legs in the fusion against the dense ones (docs/recall-quality.md has the measurements).
+
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
     same words to store them), so it is not computed twice. The platform's own reads pass
-    ``track_usage=False`` (consolidation) or ``inspect=True`` (an operator in the admin's memory
-    inspector): the same recall, but it neither bumps the usage of what it returns nor counts in
-    the tenant's recall statistics."""
+    ``track_usage=False`` (consolidation, the evaluation) or ``inspect=True`` (an operator in
+    the admin's memory inspector): the same recall, but it neither bumps the usage of what it
+    returns nor counts in the tenant's recall statistics.
+    """
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
@@ -88,6 +109,9 @@ def memory_recall(
     if not legs or set(legs) - set(LEGS):
         raise ValidationError("legs must be a non-empty subset of lexical, dense.", code="bad_legs")
     scope = user_read_scope(user)
+    moment = now or clock_now()
+    types = _types(memory_types)
+    window = parse_time_window(query, moment) if time_hints and not (since or until) else None
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
@@ -100,28 +124,34 @@ def memory_recall(
             text=query,
             vector=vector,
             filter=RecallFilter(
-                memory_types=_types(memory_types),
+                memory_types=types,
                 include_catalog=include_catalog,
                 include_superseded=include_superseded,
                 since=since,
                 until=until,
             ),
             ranking=tenant_ranking(user.tenant, apply_decay=apply_decay),
-            now=now(),
+            now=moment,
             size=settings.ATLAS_RECALL_CANDIDATES,
             lexical="lexical" in legs,
             dense="dense" in legs,
         )
         mark = time.perf_counter()
         results = backend().recall_legs(scope, leg_query)
+        fusion_legs: dict[str, list[LegHit]] = {
+            "lexical": results.lexical,
+            "dense": results.dense,
+        }
+        if window is not None:
+            windowed = backend().recall_legs(scope, _windowed(leg_query, window))
+            fusion_legs.update(lexical_time=windowed.lexical, dense_time=windowed.dense)
         timings["legs_ms"] = _since(mark)
     mark = time.perf_counter()
     excluded = set(exclude_ids)
-    fused = [
-        f
-        for f in rrf({"lexical": results.lexical, "dense": results.dense})
-        if f.doc.id not in excluded
-    ]
+    if lexical_weight is None:
+        lexical_weight = settings.ATLAS_RECALL_LEXICAL_WEIGHT
+    weights = {"lexical": lexical_weight, "lexical_time": lexical_weight}
+    fused = [f for f in rrf(fusion_legs, weights=weights) if f.doc.id not in excluded]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if use_reranker else None
     outcome = rerank(
@@ -142,7 +172,7 @@ def memory_recall(
     took_ms = _since(started)
     if track_usage and not inspect:
         bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
-        recall_stat_record(tenant_id=user.tenant_id, took_ms=took_ms, at=now())
+        recall_stat_record(tenant_id=user.tenant_id, took_ms=took_ms, at=clock_now())
     return RecallResult(
         hits=hits,
         legs=[leg for leg in LEGS if leg in legs],
@@ -150,6 +180,19 @@ def memory_recall(
         reranked=outcome.reranked,
         timings_ms=timings,
         took_ms=took_ms,
+        time_window=window,
+    )
+
+
+def _windowed(leg_query: LegQuery, window: TimeWindow) -> LegQuery:
+    """The same legs restricted to the window (personal memories only: the catalog is
+    timeless)."""
+    flt = leg_query.filter
+    return dataclasses.replace(
+        leg_query,
+        filter=dataclasses.replace(
+            flt, include_catalog=False, since=window.start, until=window.end
+        ),
     )
 
 

@@ -42,6 +42,17 @@ def _audit(user: User, action: str, doc: MemoryDoc, **extra: Any) -> None:
     )
 
 
+def embedding_text(
+    memory_type: str, text: str, *, name: str | None = None, trigger: str | None = None
+) -> str:
+    """What the dense leg embeds: the text, and for a playbook its name and trigger too
+    (people ask "how do I <trigger>", not for the one-line summary)."""
+    if memory_type != "procedural":
+        return text
+    parts = (name, trigger, text)
+    return ". ".join(p.strip().rstrip(".") for p in parts if p and p.strip()) + "."
+
+
 def _personal_doc(user: User, memory_type: str, text: str, **fields: Any) -> MemoryDoc:
     moment = fields.pop("timestamp", None) or now()
     created = now()
@@ -53,7 +64,11 @@ def _personal_doc(user: User, memory_type: str, text: str, **fields: Any) -> Mem
         text=text,
         created_at=created,
         timestamp=moment,
-        embedding=embedder().embed_one(text),
+        embedding=embedder().embed_one(
+            embedding_text(
+                memory_type, text, name=fields.get("name"), trigger=fields.get("trigger")
+            )
+        ),
         **fields,
     )
 
@@ -165,9 +180,13 @@ def memory_write(
     metadata: dict[str, Any] | None = None,
     supporting_episode_ids: Sequence[str] = (),
     source: str = "agent",
+    timestamp: datetime | None = None,
 ) -> MemoryDoc:
     """Write a semantic fact or a procedural playbook; a fact may supersede the user's older
-    facts (marked, not deleted). A harsh contradiction lowers the new fact's confidence."""
+    facts (marked, not deleted). A harsh contradiction lowers the new fact's confidence.
+
+    ``timestamp`` backdates what is remembered (an import of history; the evaluation corpus):
+    it is the fact's ``timestamp`` and first ``last_used_at``; ``created_at`` stays now."""
     if memory_type not in WRITABLE_TYPES:
         raise ValidationError(
             f"memory_type must be semantic or procedural, not {memory_type!r}.",
@@ -210,9 +229,9 @@ def memory_write(
             fields.update(
                 name=name, description=description, trigger=trigger, steps=_clean_steps(steps)
             )
-        doc = _personal_doc(user, memory_type, text, **fields)
+        doc = _personal_doc(user, memory_type, text, timestamp=timestamp, **fields)
         if memory_type == "semantic":
-            doc.last_used_at = doc.created_at
+            doc.last_used_at = doc.timestamp if timestamp else doc.created_at
         with transaction.atomic():
             action = "memory.supersede" if targets else "memory.write"
             _audit(

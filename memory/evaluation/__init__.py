@@ -1,0 +1,1 @@
+"""Recall quality evaluation: corpus, loading, metrics, overlap and the run (``eval_recall``)."""

@@ -1,0 +1,543 @@
+"""The evaluation corpus: persona files and the tenant catalog, their validation and loading.
+
+The format is a shared contract (one JSON file per persona under ``corpus/``, plus
+``catalog.json``); ``validate_persona`` checks a file against it and returns every problem at
+once. ``load_run`` writes the personas into a FRESH tenant (one user per persona) through the
+memory services, with the corpus's timestamps, plus a second "foreign" tenant whose one user
+holds another persona's memories (the target of the leakage probes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+CATALOG_FILE = "catalog.json"
+PERSONA_PATTERN = re.compile(r"^[a-z_]+$")
+KEY_PATTERN = re.compile(r"^([a-z]+)-(ep|se|pr)-(\d{3,})$")
+KEY_TYPES = {"ep": "episodic", "se": "semantic", "pr": "procedural"}
+QUESTION_KINDS = ("paraphrase", "exact_token", "temporal", "superseded")
+MIN_PER_KIND = {"exact_token": 6, "temporal": 6, "superseded": 6}
+CORPUS_FACT_TYPES = (
+    "preference",
+    "profile",
+    "device",
+    "account",
+    "relationship",
+    "constraint",
+    "other",
+)
+# The corpus's finer fact types onto the service's four (the corpus type is kept as a tag).
+SERVICE_FACT_TYPE = {
+    "preference": "preference",
+    "profile": "identity",
+    "account": "identity",
+    "relationship": "identity",
+    "constraint": "constraint",
+    "device": "world",
+    "other": "world",
+}
+MIN_QUESTIONS = 56
+
+
+class CorpusError(Exception):
+    """A corpus file breaks the contract; ``problems`` lists every violation found."""
+
+    def __init__(self, path: str, problems: Sequence[str]) -> None:
+        self.path = path
+        self.problems = list(problems)
+        listed = "\n".join(f"  - {p}" for p in self.problems[:40])
+        more = f"\n  ... and {len(self.problems) - 40} more" if len(self.problems) > 40 else ""
+        super().__init__(f"{path}: {len(self.problems)} problem(s)\n{listed}{more}")
+
+
+@dataclass
+class Memory:
+    key: str
+    type: str
+    text: str
+    timestamp: datetime
+    raw: dict[str, Any]
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    targets: list[str]
+    kind: str
+
+
+@dataclass
+class Persona:
+    persona: str
+    display_name: str
+    description: str
+    now: datetime
+    memories: list[Memory]
+    questions: list[Question]
+
+    @property
+    def by_key(self) -> dict[str, Memory]:
+        return {m.key: m for m in self.memories}
+
+
+@dataclass
+class CatalogDocument:
+    key: str
+    name: str
+    text: str
+    description: str
+
+
+# --- validation ----------------------------------------------------------------------------
+def _when(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _text(item: dict[str, Any], name: str, where: str, problems: list[str]) -> str:
+    value = item.get(name)
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{where}: '{name}' must be a non-empty string")
+        return ""
+    return value
+
+
+def validate_persona(data: Any, *, stem: str | None = None) -> list[str]:
+    """Every way ``data`` breaks the contract (empty list: valid)."""
+    if not isinstance(data, dict):
+        return ["the file must hold a JSON object"]
+    problems: list[str] = []
+    persona = data.get("persona")
+    if not isinstance(persona, str) or not PERSONA_PATTERN.match(persona):
+        problems.append("'persona' must match [a-z_]+")
+    elif stem is not None and persona != stem:
+        problems.append(f"'persona' is {persona!r} but the file is {stem}.json")
+    for name in ("display_name", "description"):
+        _text(data, name, "persona", problems)
+    now = _when(data.get("now"))
+    if now is None:
+        problems.append("'now' must be an ISO 8601 time with an offset")
+    memories = data.get("memories")
+    questions = data.get("questions")
+    if not isinstance(memories, list) or not memories:
+        return [*problems, "'memories' must be a non-empty list"]
+    if not isinstance(questions, list) or not questions:
+        return [*problems, "'questions' must be a non-empty list"]
+    keys: dict[str, dict[str, Any]] = {}
+    prefixes: set[str] = set()
+    for n, item in enumerate(memories, start=1):
+        problems.extend(_check_memory(item, n, keys, prefixes, now))
+    if len(prefixes) > 1:
+        problems.append(f"memory keys use several prefixes: {', '.join(sorted(prefixes))}")
+    problems.extend(_check_supersession(keys))
+    problems.extend(_check_questions(questions, keys, prefixes))
+    return problems
+
+
+def _check_memory(
+    item: Any,
+    n: int,
+    keys: dict[str, dict[str, Any]],
+    prefixes: set[str],
+    now: datetime | None,
+) -> list[str]:
+    where = f"memory #{n}"
+    if not isinstance(item, dict):
+        return [f"{where}: must be an object"]
+    problems: list[str] = []
+    key = item.get("key")
+    match = KEY_PATTERN.match(key) if isinstance(key, str) else None
+    if match is None or not isinstance(key, str):
+        return [f"{where}: 'key' must look like <prefix>-ep|se|pr-NNN (got {key!r})"]
+    where = f"memory {key}"
+    if key in keys:
+        problems.append(f"{where}: duplicate key")
+    keys[key] = item
+    prefixes.add(match.group(1))
+    kind = item.get("type")
+    if kind != KEY_TYPES[match.group(2)]:
+        problems.append(f"{where}: 'type' must be {KEY_TYPES[match.group(2)]} for this key")
+    _text(item, "text", where, problems)
+    moment = _when(item.get("timestamp"))
+    if moment is None:
+        problems.append(f"{where}: 'timestamp' must be ISO 8601 with an offset")
+    elif now is not None and moment >= now:
+        problems.append(f"{where}: 'timestamp' must be before 'now'")
+    if kind == "episodic":
+        _text(item, "session", where, problems)
+    elif kind == "semantic":
+        if item.get("fact_type") not in CORPUS_FACT_TYPES:
+            problems.append(f"{where}: 'fact_type' must be one of {', '.join(CORPUS_FACT_TYPES)}")
+        confidence = item.get("confidence", 1.0)
+        if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
+            problems.append(f"{where}: 'confidence' must be a number in [0, 1]")
+        for name in ("supporting", "supersedes"):
+            if not isinstance(item.get(name, []), list):
+                problems.append(f"{where}: '{name}' must be a list of keys")
+        if item.get("supersedes") and item.get("contradiction") not in ("natural", "harsh"):
+            problems.append(f"{where}: a superseding fact needs 'contradiction' natural|harsh")
+        if item.get("contradiction") is not None and not item.get("supersedes"):
+            problems.append(f"{where}: 'contradiction' without 'supersedes'")
+    elif kind == "procedural":
+        for name in ("name", "trigger"):
+            _text(item, name, where, problems)
+        steps = item.get("steps")
+        if not isinstance(steps, list) or not 3 <= len(steps) <= 7:
+            problems.append(f"{where}: 'steps' must be a list of 3-7 strings")
+        elif not all(isinstance(s, str) and s.strip() for s in steps):
+            problems.append(f"{where}: every step must be a non-empty string")
+        for name in ("success_count", "failure_count"):
+            value = item.get(name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                problems.append(f"{where}: '{name}' must be a non-negative integer")
+    return problems
+
+
+def _check_supersession(keys: dict[str, dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    superseded_by: dict[str, str] = {}
+    for key, item in keys.items():
+        for name in ("supporting", "supersedes"):
+            refs = item.get(name) or []
+            if not isinstance(refs, list):
+                continue
+            for ref in refs:
+                if ref not in keys:
+                    problems.append(f"memory {key}: '{name}' names unknown key {ref!r}")
+                    continue
+                if name == "supporting" and keys[ref].get("type") != "episodic":
+                    problems.append(f"memory {key}: supporting {ref} is not episodic")
+                if name != "supersedes":
+                    continue
+                if keys[ref].get("type") != "semantic":
+                    problems.append(f"memory {key}: supersedes {ref}, which is not semantic")
+                if ref in superseded_by:
+                    problems.append(
+                        f"memory {ref} is superseded twice ({superseded_by[ref]}, {key})"
+                    )
+                superseded_by[ref] = key
+                old, new = _when(keys[ref].get("timestamp")), _when(item.get("timestamp"))
+                if old and new and not old < new:
+                    problems.append(f"memory {key}: must be newer than {ref}, which it supersedes")
+    return problems
+
+
+def _check_questions(
+    questions: list[Any], keys: dict[str, dict[str, Any]], prefixes: set[str]
+) -> list[str]:
+    problems: list[str] = []
+    seen: set[str] = set()
+    kinds: dict[str, int] = dict.fromkeys(QUESTION_KINDS, 0)
+    superseded = {ref for item in keys.values() for ref in (item.get("supersedes") or [])}
+    for n, q in enumerate(questions, start=1):
+        if not isinstance(q, dict):
+            problems.append(f"question #{n}: must be an object")
+            continue
+        qid = q.get("id")
+        where = f"question {qid}" if isinstance(qid, str) else f"question #{n}"
+        if not isinstance(qid, str) or not qid.strip():
+            problems.append(f"{where}: 'id' must be a non-empty string")
+        elif qid in seen:
+            problems.append(f"{where}: duplicate id")
+        else:
+            seen.add(qid)
+            if prefixes and not any(qid.startswith(f"{p}-q-") for p in prefixes):
+                problems.append(f"{where}: id should be <prefix>-q-NNN")
+        _text(q, "question", where, problems)
+        targets = q.get("targets")
+        if not isinstance(targets, list) or not targets:
+            problems.append(f"{where}: 'targets' must be a non-empty list of memory keys")
+            targets = []
+        for target in targets:
+            if target not in keys:
+                problems.append(f"{where}: target {target!r} is not a memory key")
+        kind = q.get("kind")
+        if kind not in QUESTION_KINDS:
+            problems.append(f"{where}: 'kind' must be one of {', '.join(QUESTION_KINDS)}")
+            continue
+        kinds[kind] += 1
+        if kind == "superseded":
+            for target in targets:
+                if target in superseded:
+                    problems.append(f"{where}: target {target} is itself superseded")
+                elif target in keys and not keys[target].get("supersedes"):
+                    problems.append(f"{where}: target {target} supersedes nothing")
+    if len(questions) < MIN_QUESTIONS:
+        problems.append(f"only {len(questions)} questions; the contract asks for {MIN_QUESTIONS}+")
+    for kind, least in MIN_PER_KIND.items():
+        if kinds[kind] < least:
+            problems.append(f"only {kinds[kind]} '{kind}' questions; at least {least} needed")
+    return problems
+
+
+def validate_catalog(data: Any) -> list[str]:
+    if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
+        return ["the catalog must be an object with a 'documents' list"]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for n, doc in enumerate(data["documents"], start=1):
+        if not isinstance(doc, dict):
+            problems.append(f"document #{n}: must be an object")
+            continue
+        key = doc.get("key")
+        where = f"document {key}" if isinstance(key, str) else f"document #{n}"
+        if not isinstance(key, str) or not re.match(r"^cat-\d{3,}$", key):
+            problems.append(f"{where}: 'key' must look like cat-NNN")
+        elif key in seen:
+            problems.append(f"{where}: duplicate key")
+        else:
+            seen.add(key)
+        for name in ("name", "text", "description"):
+            _text(doc, name, where, problems)
+    return problems
+
+
+# --- reading -------------------------------------------------------------------------------
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorpusError(str(path), [f"cannot read JSON: {exc}"]) from exc
+
+
+def read_persona(path: Path) -> Persona:
+    """The persona in ``path``, or ``CorpusError`` listing every problem."""
+    data = _read_json(path)
+    problems = validate_persona(data, stem=path.stem)
+    if problems:
+        raise CorpusError(str(path), problems)
+    memories = [
+        Memory(
+            key=m["key"],
+            type=m["type"],
+            text=m["text"],
+            timestamp=datetime.fromisoformat(m["timestamp"]),
+            raw=m,
+        )
+        for m in data["memories"]
+    ]
+    questions = [
+        Question(id=q["id"], question=q["question"], targets=list(q["targets"]), kind=q["kind"])
+        for q in data["questions"]
+    ]
+    return Persona(
+        persona=data["persona"],
+        display_name=data["display_name"],
+        description=data["description"],
+        now=datetime.fromisoformat(data["now"]),
+        memories=memories,
+        questions=questions,
+    )
+
+
+def read_catalog(path: Path) -> list[CatalogDocument]:
+    data = _read_json(path)
+    problems = validate_catalog(data)
+    if problems:
+        raise CorpusError(str(path), problems)
+    return [
+        CatalogDocument(key=d["key"], name=d["name"], text=d["text"], description=d["description"])
+        for d in data["documents"]
+    ]
+
+
+def persona_files(directory: Path = CORPUS_DIR) -> list[Path]:
+    return sorted(p for p in directory.glob("*.json") if p.name != CATALOG_FILE)
+
+
+def read_corpus(
+    directory: Path = CORPUS_DIR, personas: Iterable[str] | None = None
+) -> tuple[list[Persona], list[CatalogDocument]]:
+    """The chosen personas (all files in ``directory`` by default) and the catalog."""
+    files = {p.stem: p for p in persona_files(directory)}
+    chosen = list(personas) if personas is not None else sorted(files)
+    missing = [name for name in chosen if name not in files]
+    if missing:
+        raise CorpusError(str(directory), [f"no persona file {name}.json" for name in missing])
+    catalog_path = directory / CATALOG_FILE
+    catalog = read_catalog(catalog_path) if catalog_path.exists() else []
+    return [read_persona(files[name]) for name in chosen], catalog
+
+
+# --- loading -------------------------------------------------------------------------------
+@dataclass
+class LoadedUser:
+    persona: str
+    user: Any  # tenants.models.User
+    key_to_id: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def id_to_key(self) -> dict[str, str]:
+        return {v: k for k, v in self.key_to_id.items()}
+
+
+@dataclass
+class LoadedRun:
+    tenant: Any  # tenants.models.Tenant
+    foreign_tenant: Any
+    users: dict[str, LoadedUser]
+    foreign: LoadedUser
+    catalog_ids: dict[str, str]
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+
+def _onboard(slug: str, name: str, external_ids: list[str]) -> Any:
+    from tenants.services.tenants import tenant_onboard
+
+    return tenant_onboard(
+        slug=slug,
+        name=name,
+        admin_username=f"{slug}-admin",
+        admin_password=f"{secrets.token_urlsafe(18)}-Ev4l",
+        user_external_ids=external_ids,
+    )
+
+
+def load_run(
+    personas: Sequence[Persona],
+    catalog: Sequence[CatalogDocument],
+    *,
+    foreign: Persona,
+    suffix: str | None = None,
+) -> LoadedRun:
+    """A fresh tenant with one user per persona (memories written with the corpus's times) and
+    the catalog, plus a foreign tenant whose one user holds ``foreign``'s memories."""
+    import time
+
+    from memory.services.catalog import catalog_doc_id, catalog_import
+
+    suffix = suffix or secrets.token_hex(4)
+    started = time.perf_counter()
+    main = _onboard(f"eval-{suffix}", f"Recall eval {suffix}", [p.persona for p in personas])
+    other = _onboard(f"eval-{suffix}-foreign", f"Recall eval {suffix} (foreign)", ["foreign"])
+    timings = {"onboard_s": round(time.perf_counter() - started, 2)}
+    users = {}
+    for persona, user in zip(personas, main.users, strict=True):
+        mark = time.perf_counter()
+        users[persona.persona] = load_persona(persona, user)
+        timings[f"load_{persona.persona}_s"] = round(time.perf_counter() - mark, 2)
+    mark = time.perf_counter()
+    foreign_user = load_persona(foreign, other.users[0])
+    timings["load_foreign_s"] = round(time.perf_counter() - mark, 2)
+    catalog_ids: dict[str, str] = {}
+    if catalog:
+        mark = time.perf_counter()
+        catalog_import(
+            tenant=main.tenant,
+            documents=[
+                {"id": d.key, "name": d.name, "text": d.text, "metadata": {"about": d.description}}
+                for d in catalog
+            ],
+        )
+        catalog_ids = {d.key: catalog_doc_id(main.tenant, d.key) for d in catalog}
+        timings["load_catalog_s"] = round(time.perf_counter() - mark, 2)
+    return LoadedRun(
+        tenant=main.tenant,
+        foreign_tenant=other.tenant,
+        users=users,
+        foreign=LoadedUser(
+            persona=foreign.persona, user=other.users[0], key_to_id=foreign_user.key_to_id
+        ),
+        catalog_ids=catalog_ids,
+        timings_s=timings,
+    )
+
+
+def load_persona(persona: Persona, user: Any) -> LoadedUser:
+    """The persona's memories as ``user``'s, with the corpus's times.
+
+    Episodes (as turns), plain facts and playbooks go in one bulk write (one embedding batch,
+    one refresh); every superseding fact goes through ``memory_write`` in time order, with its
+    ``supersedes`` keys mapped to ids, so the service marks the older facts as it would live.
+    """
+    from memory.services.common import backend, embedder
+    from memory.services.writes import embedding_text, memory_write
+
+    loaded = LoadedUser(persona=persona.persona, user=user)
+    order = {"episodic": 0, "semantic": 1, "procedural": 2}  # episodes first: facts cite them
+    bulk = sorted(
+        (m for m in persona.memories if not m.raw.get("supersedes")), key=lambda m: order[m.type]
+    )
+    texts = [
+        embedding_text(m.type, m.text, name=m.raw.get("name"), trigger=m.raw.get("trigger"))
+        for m in bulk
+    ]
+    vectors = list(embedder().embed(texts)) if bulk else []
+    docs = []
+    for memory, vector in zip(bulk, vectors, strict=True):
+        doc = _bulk_doc(memory, user, [float(x) for x in vector], loaded.key_to_id)
+        loaded.key_to_id[memory.key] = doc.id
+        docs.append(doc)
+    for start in range(0, len(docs), 200):
+        backend().write(docs[start : start + 200])
+    superseding = sorted(
+        (m for m in persona.memories if m.raw.get("supersedes")), key=lambda m: m.timestamp
+    )
+    for memory in superseding:
+        raw = memory.raw
+        doc = memory_write(
+            user=user,
+            text=memory.text,
+            memory_type="semantic",
+            confidence=float(raw.get("confidence", 1.0)),
+            fact_type=SERVICE_FACT_TYPE[raw["fact_type"]],
+            supersedes=[loaded.key_to_id[k] for k in raw["supersedes"]],
+            contradiction=raw.get("contradiction"),
+            supporting_episode_ids=[loaded.key_to_id[k] for k in raw.get("supporting") or []],
+            tags=[f"fact:{raw['fact_type']}"],
+            metadata={"eval_key": memory.key},
+            timestamp=memory.timestamp,
+        )
+        loaded.key_to_id[memory.key] = doc.id
+    return loaded
+
+
+def _bulk_doc(memory: Memory, user: Any, vector: list[float], ids: dict[str, str]) -> Any:
+    """The document ``memory_write`` / a turn would store for ``memory`` (written as of its
+    timestamp)."""
+    from memory.engine.types import MemoryDoc
+    from memory.services.common import new_id
+
+    raw, when = memory.raw, memory.timestamp
+    doc = MemoryDoc(
+        id=new_id(),
+        tenant_id=str(user.tenant_id),
+        user_id=str(user.pk),
+        memory_type=memory.type,  # type: ignore[arg-type]
+        text=memory.text,
+        created_at=when,
+        timestamp=when,
+        embedding=vector,
+        metadata={"eval_key": memory.key},
+    )
+    if memory.type == "episodic":
+        doc.source, doc.session_id, doc.agent = "turn", str(raw["session"]), "eval"
+        doc.metadata = {}
+    elif memory.type == "semantic":
+        doc.confidence = float(raw.get("confidence", 1.0))
+        doc.fact_type = SERVICE_FACT_TYPE[raw["fact_type"]]
+        doc.tags = [f"fact:{raw['fact_type']}"]
+        doc.supporting_episode_ids = [ids[k] for k in raw.get("supporting") or []]
+        doc.last_used_at = when
+    else:
+        doc.name, doc.trigger = raw["name"], raw["trigger"]
+        doc.steps = [
+            {"order": n, "instruction": step, "tool": None}
+            for n, step in enumerate(raw["steps"], start=1)
+        ]
+        doc.success_count, doc.failure_count = raw["success_count"], raw["failure_count"]
+    return doc

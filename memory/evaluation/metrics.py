@@ -1,0 +1,43 @@
+"""Retrieval metrics over ranked results: recall at k and mean reciprocal rank."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+KS = (1, 5, 10)
+
+
+def first_hit_rank(ranked_keys: Sequence[str | None], targets: Iterable[str]) -> int | None:
+    """1-based rank of the first result that is one of ``targets`` (None: not returned)."""
+    wanted = set(targets)
+    for rank, key in enumerate(ranked_keys, start=1):
+        if key is not None and key in wanted:
+            return rank
+    return None
+
+
+@dataclass(frozen=True)
+class Scores:
+    n: int
+    r1: float
+    r5: float
+    r10: float
+    mrr: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"n": self.n, "r@1": self.r1, "r@5": self.r5, "r@10": self.r10, "mrr": self.mrr}
+
+
+def scores(ranks: Sequence[int | None]) -> Scores:
+    """R@1/5/10 (share of questions whose first hit ranks within k) and MRR (mean of 1/rank,
+    0 for a miss), rounded to 4 places."""
+    n = len(ranks)
+    if n == 0:
+        return Scores(0, 0.0, 0.0, 0.0, 0.0)
+
+    def at(k: int) -> float:
+        return round(sum(1 for r in ranks if r is not None and r <= k) / n, 4)
+
+    mrr = round(sum(1.0 / r for r in ranks if r is not None) / n, 4)
+    return Scores(n=n, r1=at(1), r5=at(5), r10=at(10), mrr=mrr)

@@ -1,0 +1,95 @@
+"""Readable tables and the plot of an ``eval_recall`` report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def _line(name: str, s: dict[str, Any]) -> str:
+    return (
+        f"  {name:<22} n={s['n']:>4}  R@1 {s['r@1']:.3f}  R@5 {s['r@5']:.3f}  "
+        f"R@10 {s['r@10']:.3f}  MRR {s['mrr']:.3f}"
+    )
+
+
+def tables(report: dict[str, Any]) -> list[str]:
+    out = [
+        f"backend {report['config']['backend']}, embedder {report['config']['embedder']}, "
+        f"reranker {report['config']['reranker']}, k={report['k']}"
+    ]
+    full = report["ablations"]["full"]
+    out.append("full pipeline")
+    out.append(_line("overall", full["overall"]))
+    for title in ("per_persona", "per_type", "per_kind"):
+        out.append(title.replace("_", " "))
+        out.extend(_line(name, s) for name, s in full[title].items())
+    out.append("ablations (overall)")
+    out.extend(_line(name, a["overall"]) for name, a in report["ablations"].items())
+    leak = report["leakage"]
+    out.append(f"leakage: {leak['leaks']} leaks in {leak['probes']} cross-user/tenant probes")
+    out.extend(f"note: {n}" for n in report.get("notes", []))
+    return out
+
+
+def overlap_tables(overlap: dict[str, Any]) -> list[str]:
+    o = overlap["overall"]
+    out = [f"question/target lexical overlap: mean {o['mean']} median {o['median']} max {o['max']}"]
+    for name, p in overlap["personas"].items():
+        out.append(
+            f"  {name:<16} n={p['n']:>3} mean {p['mean']:.3f} median {p['median']:.3f} "
+            f"max {p['max']:.3f}"
+        )
+        out.extend(
+            f"      {w['overlap']:.2f} {w['id']} ({w['kind']}): {w['question']}" for w in p["worst"]
+        )
+    return out
+
+
+def plot(report: dict[str, Any], path: str) -> None:
+    """Ablation bars (R@1/5/10, MRR) and per-type / per-kind bars of the full pipeline."""
+    try:
+        import matplotlib
+    except ImportError as exc:  # a dev extra: the default install has no plotting
+        raise RuntimeError(
+            "--plot needs matplotlib: pip install -e '.[dev]' (or pip install matplotlib)"
+        ) from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = ("r@1", "r@5", "r@10", "mrr")
+    full = report["ablations"]["full"]
+    panels: list[tuple[str, dict[str, Any]]] = [
+        ("ablations", {n: a["overall"] for n, a in report["ablations"].items()}),
+        ("full pipeline per memory type", full["per_type"]),
+        ("full pipeline per question kind", full["per_kind"]),
+    ]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    for ax, (title, groups) in zip(axes, panels, strict=True):
+        names = list(groups)
+        width = 0.8 / len(metrics)
+        for i, metric in enumerate(metrics):
+            xs = [n + (i - 1.5) * width for n in range(len(names))]
+            ax.bar(xs, [groups[g][metric] for g in names], width, label=metric.upper())
+        ax.set_xticks(
+            range(len(names)),
+            [f"{g}\n(n={groups[g]['n']})" for g in names],
+            rotation=20,
+            fontsize=8,
+        )
+        ax.set_ylim(0, 1.05)
+        ax.axhline(0.85, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_title(title, fontsize=10)
+    axes[0].legend(fontsize=8, loc="lower left")
+    config = report["config"]
+    fig.suptitle(
+        f"Atlas recall eval: backend {config['backend']}, {config['questions']} questions, "
+        f"leaks {report['leakage']['leaks']} (dashed: R@10 gate 0.85)",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+Writer = Callable[[str], None]

@@ -1,0 +1,206 @@
+"""Ask every question as its persona at the corpus's fixed ``now``; score it per ablation; probe
+for leaks across users and tenants."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.evaluation.corpus import (
+    KEY_PATTERN,
+    KEY_TYPES,
+    LoadedRun,
+    LoadedUser,
+    Persona,
+    Question,
+)
+from memory.evaluation.metrics import first_hit_rank, scores
+
+K = 10
+
+
+@dataclass(frozen=True)
+class Ablation:
+    name: str
+    legs: tuple[str, ...] = ("lexical", "dense")
+    use_reranker: bool = True
+    apply_decay: bool = True
+    time_hints: bool = True
+    lexical_weight: float | None = None  # None: the configured weight
+
+
+ABLATIONS = (
+    Ablation("full"),
+    Ablation("lexical_only", legs=("lexical",)),
+    Ablation("dense_only", legs=("dense",)),
+    Ablation("no_rerank", use_reranker=False),
+    Ablation("no_decay", apply_decay=False),
+    Ablation("no_time_hints", time_hints=False),
+    Ablation("equal_weights", lexical_weight=1.0),  # plain RRF, as in the source design
+)
+
+
+def select_questions(questions: Sequence[Question], limit: int | None) -> list[Question]:
+    """All questions, or ``limit`` of them: a fixed, kind-balanced subset (round robin over the
+    kinds, each kind in a hash order of its ids) so CI runs see every kind."""
+    if limit is None or limit >= len(questions):
+        return list(questions)
+    by_kind: dict[str, list[Question]] = defaultdict(list)
+    for q in sorted(questions, key=lambda q: hashlib.sha1(q.id.encode()).hexdigest()):  # noqa: S324
+        by_kind[q.kind].append(q)
+    chosen: list[Question] = []
+    queues = [by_kind[k] for k in sorted(by_kind)]
+    while len(chosen) < limit:
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.append(queue.pop(0))
+    order = {q.id: n for n, q in enumerate(questions)}
+    return sorted(chosen, key=lambda q: order[q.id])
+
+
+def target_type(question: Question) -> str:
+    match = KEY_PATTERN.match(question.targets[0])
+    return KEY_TYPES[match.group(2)] if match else "unknown"
+
+
+def leaks_in(hits: Sequence[Any], asker: Any) -> list[str]:
+    """Ids of returned documents that are neither the asker's nor their tenant's catalog."""
+    tenant_id, user_id = str(asker.tenant_id), str(asker.pk)
+    return [
+        h.doc.id
+        for h in hits
+        if h.doc.tenant_id != tenant_id or (h.doc.user_id is not None and h.doc.user_id != user_id)
+    ]
+
+
+def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> Any:
+    from memory.services.recall import memory_recall
+
+    return memory_recall(
+        user=user,
+        query=question,
+        k=K,
+        legs=ablation.legs,
+        use_reranker=ablation.use_reranker,
+        apply_decay=ablation.apply_decay,
+        time_hints=ablation.time_hints,
+        lexical_weight=ablation.lexical_weight,
+        track_usage=False,
+        now=persona.now,
+    )
+
+
+def evaluate(
+    run: LoadedRun,
+    personas: Sequence[Persona],
+    *,
+    limit_questions: int | None = None,
+    ablations: Sequence[Ablation] = ABLATIONS,
+    reranker_configured: bool = False,
+) -> dict[str, Any]:
+    """Every figure of the run as a JSON-able dict (see ``docs/recall-quality.md``)."""
+    catalog_keys = {v: k for k, v in run.catalog_ids.items()}
+    rows: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    leaks: list[dict[str, Any]] = []
+    timings: dict[str, Any] = {}
+    asked = {p.persona: select_questions(p.questions, limit_questions) for p in personas}
+    for ablation in ablations:
+        if ablation.name == "no_rerank" and not reranker_configured:
+            continue  # identical to full: filled in from it below
+        started, count = time.perf_counter(), 0
+        for persona in personas:
+            loaded = run.users[persona.persona]
+            names = {**catalog_keys, **loaded.id_to_key}
+            for q in asked[persona.persona]:
+                result = _recall(loaded.user, q.question, persona, ablation)
+                count += 1
+                keys = [names.get(h.doc.id) for h in result.hits]
+                row = by_id.get(q.id)
+                if row is None:
+                    row = by_id[q.id] = {
+                        "id": q.id,
+                        "persona": persona.persona,
+                        "kind": q.kind,
+                        "type": target_type(q),
+                        "question": q.question,
+                        "targets": q.targets,
+                        "top3": keys[:3],
+                        "time_window": _window(result.time_window),
+                        "ranks": {},
+                    }
+                    rows.append(row)
+                row["ranks"][ablation.name] = first_hit_rank(keys, q.targets)
+                for leaked in leaks_in(result.hits, loaded.user):
+                    leaks.append(
+                        {"probe": "own", "question": q.id, "asker": persona.persona, "doc": leaked}
+                    )
+        timings[ablation.name] = {
+            "recalls": count,
+            "mean_ms": round((time.perf_counter() - started) * 1000 / max(count, 1), 1),
+        }
+    if not reranker_configured and any(a.name == "no_rerank" for a in ablations):
+        for row in rows:
+            row["ranks"]["no_rerank"] = row["ranks"]["full"]
+    probes = _probe_leaks(run, personas, asked)
+    leaks.extend(probes["leaks"])
+    return {
+        "k": K,
+        "ablations": {a.name: _group(rows, a.name) for a in ablations},
+        "questions": rows,
+        "leakage": {"probes": probes["count"], "leaks": len(leaks), "details": leaks[:50]},
+        "timings": timings,
+        "notes": []
+        if reranker_configured
+        else ["no reranker configured (ATLAS_RERANKER=none): no_rerank equals full"],
+    }
+
+
+def _window(window: Any) -> list[str] | None:
+    return [window.start.isoformat(), window.end.isoformat()] if window else None
+
+
+def _group(rows: Sequence[dict[str, Any]], ablation: str) -> dict[str, Any]:
+    def of(select: Any) -> dict[str, Any]:
+        groups: dict[str, list[int | None]] = defaultdict(list)
+        for row in rows:
+            groups[select(row)].append(row["ranks"][ablation])
+        return {name: scores(ranks).as_dict() for name, ranks in sorted(groups.items())}
+
+    return {
+        "overall": scores([r["ranks"][ablation] for r in rows]).as_dict(),
+        "per_persona": of(lambda r: r["persona"]),
+        "per_type": of(lambda r: r["type"]),
+        "per_kind": of(lambda r: r["kind"]),
+    }
+
+
+def _probe_leaks(
+    run: LoadedRun, personas: Sequence[Persona], asked: dict[str, list[Question]]
+) -> dict[str, Any]:
+    """Each persona's questions asked as every other persona of the tenant and as the foreign
+    tenant's user: any returned document not theirs (by tenant/user id, and by id: one of the
+    persona's own memories) is a leak."""
+    full = ABLATIONS[0]
+    count, leaks = 0, list[dict[str, Any]]()
+    for persona in personas:
+        owner = run.users[persona.persona]
+        owned = set(owner.key_to_id.values())
+        askers: list[LoadedUser] = [u for name, u in run.users.items() if name != persona.persona]
+        askers.append(run.foreign)
+        for asker in askers:
+            for q in asked[persona.persona]:
+                result = _recall(asker.user, q.question, persona, full)
+                count += 1
+                bad = set(leaks_in(result.hits, asker.user))
+                bad |= {h.doc.id for h in result.hits if h.doc.id in owned}
+                label = "foreign" if asker is run.foreign else asker.persona
+                leaks.extend(
+                    {"probe": "cross", "question": q.id, "asker": label, "doc": d}
+                    for d in sorted(bad)
+                )
+    return {"count": count, "leaks": leaks}

@@ -1,0 +1,240 @@
+"""``manage.py eval_recall``: QA-style recall quality over the committed persona corpora.
+
+    python manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
+    python manage.py eval_recall --overlap          # question/target overlap only, no store
+
+Loads the personas (``memory/evaluation/corpus/*.json``) into a fresh tenant (plus a foreign
+tenant for leakage probes) on a private index prefix / SQLite file, asks every question as its
+persona at the corpus's fixed ``now`` (k=10) under each ablation, probes for leaks, then removes
+what it wrote unless ``--keep``. Exit codes: 2 leaks, 3 R@10 under the gate, 4 R@5 under the
+gate, 0 otherwise. See docs/recall-quality.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.evaluation.corpus import CORPUS_DIR, CorpusError, read_corpus
+from memory.evaluation.overlap import overlap_report
+from memory.evaluation.report import overlap_tables, plot, tables
+from memory.evaluation.runner import ABLATIONS
+
+EXIT_LEAKS, EXIT_R10, EXIT_R5 = 2, 3, 4
+SWITCHED_SETTINGS = ("ATLAS_MEMORY_BACKEND", "ATLAS_ES_INDEX_PREFIX", "ATLAS_EMBEDDED_PATH")
+
+
+class Command(BaseCommand):
+    suffix = ""
+    help = "Recall quality eval (R@1/5/10, MRR, ablations, leakage) over the persona corpora."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--backend", choices=["embedded", "elasticsearch", "es"])
+        parser.add_argument("--personas", default="", help="comma-separated (default: all)")
+        parser.add_argument("--corpus", default=str(CORPUS_DIR), help="corpus directory")
+        parser.add_argument("--limit-questions", type=int, default=None, help="per persona")
+        parser.add_argument(
+            "--ablations",
+            default="",
+            help=f"comma-separated subset of {', '.join(a.name for a in ABLATIONS)} (default: all)",
+        )
+        parser.add_argument("--json", dest="json_path", default="")
+        parser.add_argument("--plot", dest="plot_path", default="")
+        parser.add_argument("--gate-r10", type=float, default=0.85)
+        parser.add_argument("--gate-r5", type=float, default=0.75)
+        parser.add_argument("--overlap", action="store_true", help="overlap report only")
+        parser.add_argument("--keep", action="store_true", help="keep the tenants' data")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        names = [n.strip() for n in options["personas"].split(",") if n.strip()] or None
+        try:
+            personas, catalog = read_corpus(Path(options["corpus"]), names)
+        except CorpusError as exc:
+            raise CommandError(str(exc)) from exc
+        if not personas:
+            raise CommandError(f"No persona files in {options['corpus']}.")
+        overlap = overlap_report(personas)
+        if options["overlap"]:
+            self._write(overlap_tables(overlap))
+            if options["json_path"]:
+                Path(options["json_path"]).write_text(json.dumps({"overlap": overlap}, indent=2))
+            return
+        wanted = [a.strip() for a in options["ablations"].split(",") if a.strip()]
+        unknown = sorted(set(wanted) - {a.name for a in ABLATIONS})
+        if unknown:
+            raise CommandError(f"Unknown ablations: {', '.join(unknown)}.")
+        if wanted and "full" not in wanted:
+            wanted.insert(0, "full")  # the gates read the full pipeline
+        options["ablation_list"] = [a for a in ABLATIONS if not wanted or a.name in wanted]
+        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
+        try:
+            self._use_backend(options["backend"])
+            with self._private_store(keep=options["keep"]) as store_note:
+                report = self._evaluate(personas, catalog, options)
+                report["config"]["store"] = store_note
+        finally:  # the process (a test, a shell) keeps its own configuration
+            for name, value in saved.items():
+                setattr(settings, name, value)
+        report["overlap"] = overlap
+        self._write(tables(report))
+        self._write(overlap_tables(overlap)[:1])
+        if options["json_path"]:
+            Path(options["json_path"]).parent.mkdir(parents=True, exist_ok=True)
+            Path(options["json_path"]).write_text(json.dumps(report, indent=2, default=str))
+            self._write([f"wrote {options['json_path']}"])
+        if options["plot_path"]:
+            try:
+                plot(report, options["plot_path"])
+            except RuntimeError as exc:
+                raise CommandError(str(exc)) from exc
+            self._write([f"wrote {options['plot_path']}"])
+        code = self._gate(report, options["gate_r10"], options["gate_r5"])
+        if code:
+            sys.exit(code)
+
+    def _evaluate(
+        self, personas: list[Any], catalog: list[Any], options: dict[str, Any]
+    ) -> dict[str, Any]:
+        from memory.evaluation.corpus import load_run
+        from memory.evaluation.runner import evaluate
+
+        started = time.perf_counter()
+        foreign = personas[1 % len(personas)]
+        run = load_run(personas, catalog, foreign=foreign, suffix=self.suffix)
+        load_s = round(time.perf_counter() - started, 1)
+        self._write([f"loaded {len(personas)} persona(s) + foreign tenant in {load_s} s"])
+        mark = time.perf_counter()
+        report = evaluate(
+            run,
+            personas,
+            limit_questions=options["limit_questions"],
+            ablations=options["ablation_list"],
+            reranker_configured=settings.ATLAS_RERANKER != "none",
+        )
+        report["config"] = {
+            "backend": settings.ATLAS_MEMORY_BACKEND,
+            "embedder": _embedder_name(),
+            "reranker": settings.ATLAS_RERANKER,
+            "lexical_weight": settings.ATLAS_RECALL_LEXICAL_WEIGHT,
+            "isolation": (
+                run.tenant.isolation_mode
+                if settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
+                else "filter"  # the embedded backend filters in-process
+            ),
+            "personas": {
+                p.persona: {
+                    "memories": len(p.memories),
+                    "questions": len(p.questions),
+                    "now": p.now.isoformat(),
+                }
+                for p in personas
+            },
+            "foreign_persona": foreign.persona,
+            "catalog_documents": len(catalog),
+            "questions": len(report["questions"]),
+            "limit_questions": options["limit_questions"],
+            "load_s": load_s,
+            "load_timings_s": run.timings_s,
+            "eval_s": round(time.perf_counter() - mark, 1),
+        }
+        return report
+
+    def _use_backend(self, choice: str | None) -> None:
+        if choice:
+            settings.ATLAS_MEMORY_BACKEND = "embedded" if choice == "embedded" else "elasticsearch"
+        if settings.ATLAS_MEMORY_BACKEND == "elasticsearch" and not settings.ATLAS_ES_URL:
+            raise CommandError(
+                "The elasticsearch backend needs ATLAS_ES_URL (source .services/env)."
+            )
+
+    @contextlib.contextmanager
+    def _private_store(self, *, keep: bool) -> Any:
+        """A private index prefix (Elasticsearch) or SQLite file (embedded) for this run, so
+        it never mixes with served data; removed afterwards unless ``keep``."""
+        suffix = self.suffix = secrets.token_hex(4)
+        if settings.ATLAS_MEMORY_BACKEND == "elasticsearch":
+            prefix = f"{settings.ATLAS_ES_INDEX_PREFIX}-eval-{suffix}"
+            settings.ATLAS_ES_INDEX_PREFIX = prefix
+            note = f"index prefix {prefix}"
+            try:
+                yield note
+            finally:
+                if not keep:
+                    _drop_indices(prefix)
+                    _invalidate_keys(f"eval-{suffix}")
+        else:
+            directory = Path(tempfile.mkdtemp(prefix="atlas-eval-"))
+            settings.ATLAS_EMBEDDED_PATH = str(directory / "memory.sqlite3")
+            note = f"sqlite {settings.ATLAS_EMBEDDED_PATH}"
+            try:
+                yield note
+            finally:
+                if not keep:
+                    shutil.rmtree(directory, ignore_errors=True)
+                    _invalidate_keys(f"eval-{suffix}")
+        if keep:
+            self._write([f"kept the run's data: {note}"])
+
+    def _gate(self, report: dict[str, Any], gate_r10: float, gate_r5: float) -> int:
+        overall = report["ablations"]["full"]["overall"]
+        if report["leakage"]["leaks"]:
+            self.stderr.write(f"FAIL: {report['leakage']['leaks']} leaks")
+            return EXIT_LEAKS
+        if overall["r@10"] < gate_r10:
+            self.stderr.write(f"FAIL: R@10 {overall['r@10']} under the gate {gate_r10}")
+            return EXIT_R10
+        if overall["r@5"] < gate_r5:
+            self.stderr.write(f"FAIL: R@5 {overall['r@5']} under the gate {gate_r5}")
+            return EXIT_R5
+        self._write([f"gates passed (R@10 >= {gate_r10}, R@5 >= {gate_r5}, no leaks)"])
+        return 0
+
+    def _write(self, lines: list[str]) -> None:
+        for line in lines:
+            self.stdout.write(line)
+
+
+def _embedder_name() -> str:
+    from memory.services.common import embedder
+
+    model = embedder()
+    return str(getattr(model, "name", type(model).__name__))
+
+
+def _drop_indices(prefix: str) -> None:
+    from atlas_platform.cluster import Cluster, ClusterConfig
+
+    config = ClusterConfig.from_settings()
+    if config is None:
+        return
+    client = Cluster(config).client
+    with contextlib.suppress(Exception):  # best effort: a throwaway prefix
+        client.indices.delete(index=f"{prefix}-*", allow_no_indices=True)
+    with contextlib.suppress(Exception):
+        client.indices.delete_index_template(name=f"{prefix}-*")
+    with contextlib.suppress(Exception):
+        client.cluster.delete_component_template(name=f"{prefix}-*")
+
+
+def _invalidate_keys(slug_prefix: str) -> None:
+    """The run's scoped keys stop working with its data gone (tenant rows stay: the audit
+    log is append-only and points at them)."""
+    from tenants.models import ScopedKey
+    from tenants.services.scoped_keys import scoped_key_invalidate
+
+    live = ScopedKey.objects.filter(user__tenant__slug__startswith=slug_prefix).exclude(
+        status=ScopedKey.Status.INVALIDATED
+    )
+    for key in live.select_related("user__tenant"):
+        with contextlib.suppress(Exception):
+            scoped_key_invalidate(key=key)

@@ -1,0 +1,191 @@
+"""Query understanding for recall: time expressions ("last March", "two weeks ago", "last
+winter") turned into a time window relative to the recall's ``now``.
+
+Deterministic and small on purpose: a handful of patterns over English phrases, no model. The
+window is a *soft* preference (recall adds a time-filtered leg to the fusion, see
+``memory.services.recall``); nothing outside it is dropped.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
+MONTHS.update({name.lower(): n for n, name in enumerate(calendar.month_abbr) if name})
+MONTHS.pop("may", None)  # "may" is mostly the verb; the full month name is matched separately
+MONTH_NAMES = "|".join(sorted((*MONTHS, "may"), key=len, reverse=True))
+SEASONS = {"winter": 12, "spring": 3, "summer": 6, "autumn": 9, "fall": 9}  # first month
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "a couple of": 2,
+    "couple of": 2,
+    "two": 2,
+    "three": 3,
+    "a few": 3,
+    "few": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+NUMBER_WORDS = "|".join(sorted(map(re.escape, NUMBERS), key=len, reverse=True))
+UNITS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """``start <= timestamp <= end``; ``phrase`` is the words it was read from."""
+
+    start: datetime
+    end: datetime
+    phrase: str
+
+
+def _month_start(year: int, month: int, like: datetime) -> datetime:
+    while month < 1:
+        month, year = month + 12, year - 1
+    while month > 12:
+        month, year = month - 12, year + 1
+    return like.replace(year=year, month=month, day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _months(
+    start_year: int, start_month: int, count: int, like: datetime
+) -> tuple[datetime, datetime]:
+    start = _month_start(start_year, start_month, like)
+    end = _month_start(start_year, start_month + count, like) - timedelta(microseconds=1)
+    return start, end
+
+
+def _clip(start: datetime, end: datetime, now: datetime, phrase: str) -> TimeWindow | None:
+    end = min(end, now)
+    return TimeWindow(start, end, phrase) if start < end else None
+
+
+def _named_month(month: int, qualifier: str, now: datetime) -> tuple[datetime, datetime]:
+    """The latest such month that has begun ("last March" in July: this year's March; in
+    March itself, "last March" means the previous year's)."""
+    current = month == now.month and qualifier != "last"
+    year = now.year if month < now.month or current else now.year - 1
+    return _months(year, month, 1, now)
+
+
+def _season(first_month: int, qualifier: str, now: datetime) -> tuple[datetime, datetime]:
+    """The latest such season that has begun; "last" skips one in progress."""
+    year = now.year if first_month <= now.month else now.year - 1
+    start = _month_start(year, first_month, now)
+    in_progress = start <= now < _month_start(year, first_month + 3, now)
+    if qualifier == "last" and in_progress:
+        year -= 1
+    return _months(year, first_month, 3, now)
+
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\b(yesterday|today|this morning|tonight|earlier today)\b"), "day"),
+    (re.compile(rf"\b({NUMBER_WORDS}|\d+)\s+(day|week|month|year)s?\s+(?:ago|back)\b"), "ago"),
+    (re.compile(r"\b(last|this|past|previous)\s+(week|weekend|month|year)\b"), "span"),
+    (
+        re.compile(r"\b(earlier this year|this year|start of the year|beginning of the year)\b"),
+        "year",
+    ),
+    (re.compile(r"\b(recently|lately|the other day)\b"), "recent"),
+    # A season needs a marker of a past one ("in summer" alone is usually a habit).
+    (
+        re.compile(rf"\b(last|this|past|early|late|back in the|back in)\s+({'|'.join(SEASONS)})\b"),
+        "season",
+    ),
+    (
+        re.compile(
+            rf"\b(?:(last|this|in|back in|early|late|during|since|start of|beginning of|end of)"
+            rf"\s+)?({MONTH_NAMES})\b"
+        ),
+        "month",
+    ),
+    (re.compile(r"\b(?:in|during|back in)\s+(20\d\d)\b"), "calendar_year"),
+    (re.compile(r"\b(christmas|the holidays|new year)\b"), "holidays"),
+]
+
+
+def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
+    """The first time expression in ``text`` as a window ending no later than ``now``."""
+    lowered = text.lower()
+    for pattern, kind in _PATTERNS:
+        match = pattern.search(lowered)
+        if match is None:
+            continue
+        window = _window(kind, match, now, text)
+        if window is not None:
+            return window
+    return None
+
+
+def _window(kind: str, match: re.Match[str], now: datetime, text: str) -> TimeWindow | None:
+    phrase = match.group(0)
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if kind == "day":
+        if match.group(1) == "yesterday":
+            return _clip(day - timedelta(days=1), day, now, phrase)
+        return _clip(day, now, now, phrase)
+    if kind == "ago":
+        raw = match.group(1)
+        count = int(raw) if raw.isdigit() else NUMBERS[raw]
+        unit = UNITS[match.group(2)]
+        centre = now - timedelta(days=count * unit)
+        slack = timedelta(days=max(unit * 0.75, count * unit * 0.25, 2.0))
+        return _clip(centre - slack, centre + slack, now, phrase)
+    if kind == "span":
+        qualifier, unit_name = match.group(1), match.group(2)
+        if unit_name in {"week", "weekend"}:
+            back = 7 if qualifier == "this" else 14
+            return _clip(day - timedelta(days=back), now, now, phrase)
+        if unit_name == "month":
+            if qualifier == "this":
+                return _clip(_month_start(now.year, now.month, now), now, now, phrase)
+            start, end = _months(now.year, now.month - 1, 1, now)
+            return _clip(start, end, now, phrase)
+        year = now.year if qualifier == "this" else now.year - 1
+        if qualifier == "past":
+            return _clip(now - timedelta(days=365), now, now, phrase)
+        start, end = _months(year, 1, 12, now)
+        return _clip(start, end, now, phrase)
+    if kind == "year":
+        if "start" in phrase or "beginning" in phrase:
+            start, end = _months(now.year, 1, 2, now)
+            return _clip(start, end, now, phrase)
+        return _clip(_month_start(now.year, 1, now), now, now, phrase)
+    if kind == "recent":
+        return _clip(now - timedelta(days=30), now, now, phrase)
+    if kind == "season":
+        start, end = _season(SEASONS[match.group(2)], match.group(1), now)
+        return _clip(start, end, now, phrase)
+    if kind == "month":
+        qualifier, name = match.group(1) or "", match.group(2)
+        if name == "may" and not qualifier:
+            return None  # "may I ..." / "it may be": only a qualified "in May" is a month
+        month = MONTHS.get(name) or 5
+        start, end = _named_month(month, qualifier, now)
+        if qualifier == "since":
+            end = now
+        elif qualifier in {"early", "start of", "beginning of"}:
+            end = start + timedelta(days=15)
+        elif qualifier in {"late", "end of"}:
+            start = start + timedelta(days=14)
+        return _clip(start, end, now, phrase)
+    if kind == "calendar_year":
+        start, end = _months(int(match.group(1)), 1, 12, now)
+        return _clip(start, end, now, phrase)
+    if kind == "holidays":
+        year = now.year if now.month == 12 and now.day >= 20 else now.year - 1
+        start = now.replace(year=year, month=12, day=15, hour=0, minute=0, second=0, microsecond=0)
+        return _clip(start, start + timedelta(days=24), now, phrase)
+    return None
