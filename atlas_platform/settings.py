@@ -175,6 +175,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Re-queue forget requests whose worker died (their lease expired) or whose message was lost.
     "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
+    # Stored API responses (Idempotency-Key replays) hold memory text: keep them 24 h, no longer.
+    "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
 }
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

@@ -142,3 +142,22 @@ def test_a_malformed_key_is_refused(api, alice, alice_token, key):
     )
 
     assert response.status_code == 400 and error_code(response) == "bad_idempotency_key"
+
+
+def test_the_hourly_purge_deletes_only_expired_records(api, alice, alice_token, settings):
+    from memory.tasks import idempotency_purge_task
+
+    for n in (1, 2):
+        api.post(
+            "users/alice/memories", FACT, token=alice_token, headers={"Idempotency-Key": f"p{n}"}
+        )
+    old = IdempotencyRecord.objects.get(key="p1")
+    IdempotencyRecord.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(hours=25)
+    )
+
+    purged = idempotency_purge_task.apply().get()
+
+    assert purged == 1
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["p2"]
+    assert settings.CELERY_BEAT_SCHEDULE["idempotency-purge"]["task"] == idempotency_purge_task.name

@@ -1,0 +1,13 @@
+"""Celery tasks of the memory app: housekeeping on the beat schedule."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from memory.services.idempotency import idempotency_purge
+
+
+@shared_task(name="memory.idempotency_purge")  # type: ignore[untyped-decorator]
+def idempotency_purge_task() -> int:
+    """Delete idempotency records past their 24 h lifetime (they hold response bodies)."""
+    return idempotency_purge()
