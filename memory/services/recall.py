@@ -80,7 +80,6 @@ def memory_recall(
     exclude_ids: Sequence[str] = (),
     vector: list[float] | None = None,
     track_usage: bool = True,
-    inspect: bool = False,
     time_hints: bool = True,
     now: datetime | None = None,
     lexical_weight: float | None = None,
@@ -94,10 +93,10 @@ def memory_recall(
     legs in the fusion against the dense ones (docs/recall-quality.md has the measurements).
 
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
-    same words to store them), so it is not computed twice. The platform's own reads pass
-    ``track_usage=False`` (consolidation, the evaluation) or ``inspect=True`` (an operator in
-    the admin's memory inspector): the same recall, but it neither bumps the usage of what it
-    returns nor counts in the tenant's recall statistics.
+    same words to store them), so it is not computed twice. The platform's own reads
+    (consolidation, the evaluation, an operator in the admin's memory inspector) pass
+    ``track_usage=False``: the same recall, but it neither bumps the usage of what it returns
+    nor counts in the tenant's recall statistics.
     """
     query = clean_text(query, field="query")
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
@@ -170,7 +169,7 @@ def memory_recall(
         for n, f in enumerate(chosen, start=1)
     ]
     took_ms = _since(started)
-    if track_usage and not inspect:
+    if track_usage:
         bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
         recall_stat_record(tenant_id=user.tenant_id, took_ms=took_ms, at=clock_now())
     return RecallResult(

@@ -167,7 +167,7 @@ class MemoryInspector:
                     query=data["q"],
                     k=data["k"] or 10,
                     include_superseded=data["include_superseded"],
-                    inspect=True,
+                    track_usage=False,  # an operator looking: not a use, not a user recall
                 )
             except AtlasError as exc:
                 error = exc.message
