@@ -51,7 +51,19 @@ def test_batches_match_single_encodes():
 def test_queries_embed_like_passages_for_a_model_without_prefixes():
     model = default_embedder()
 
+    assert model.symmetric
     assert np.allclose(model.embed_query("tea"), model.embed(["tea"])[0], atol=1e-6)
+
+
+def test_a_model_with_a_query_prefix_is_not_symmetric():
+    """A turn reuses its stored (passage) vector as its recall's query vector only when the
+    two agree; a prefixed model must embed the query itself."""
+    model = default_embedder()
+    prefixed = MiniLMOnnxEmbedder.__new__(MiniLMOnnxEmbedder)
+    prefixed.__dict__.update(model.__dict__, query_prefix="query: ", passage_prefix="passage: ")
+
+    assert not prefixed.symmetric
+    assert not np.allclose(prefixed.embed_query("tea"), prefixed.embed(["tea"])[0], atol=1e-3)
 
 
 def test_the_default_is_also_selectable_by_its_candidate_name():

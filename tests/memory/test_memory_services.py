@@ -181,6 +181,38 @@ def test_recall_bumps_use_count_off_the_hot_path(people):
     assert stored.use_count == 1 and stored.last_used_at >= memo.last_used_at
 
 
+def test_usage_of_repeated_recalls_is_written_as_one_batch(people, monkeypatch):
+    memo = fact(people.alice, "The spare key is under the blue pot")
+    store = backend()
+    calls = []
+    original = type(store).record_usage
+
+    def spy(self, bumps, *, refresh=True):
+        calls.append({b.doc.id: b.count for b in bumps})
+        return original(self, bumps, refresh=refresh)
+
+    monkeypatch.setattr(type(store), "record_usage", spy)
+    for _ in range(3):
+        memory_recall(user=people.alice, query="where is the spare key?")
+    bookkeeping.drain()
+
+    assert calls == [{memo.id: 3}]
+    assert memory_get(user=people.alice, memory_id=memo.id).use_count == 3
+
+
+def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
+    from memory.services.common import embedder
+    from memory.services.writes import memory_turn_record
+
+    model = embedder()
+    queries = []
+    monkeypatch.setattr(type(model), "embed_queries", lambda self, texts: queries.append(texts))
+
+    memory_turn_record(user=people.alice, text="my Lumio Hub dropped wifi again")
+
+    assert queries == []  # the stored episode's vector served the recall
+
+
 def test_procedural_memories_are_not_decayed(people):
     text = "To reset the router hold the button for ten seconds"
     ancient = timedelta(days=4000)
