@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from elasticsearch import ApiError, Elasticsearch, TransportError
+from elasticsearch.serializer import OrjsonSerializer
 
 from atlas_platform.exceptions import ClusterUnavailable
 
@@ -71,7 +72,12 @@ class Cluster:
 
     def _client(self, **auth: Any) -> Elasticsearch:
         return Elasticsearch(
-            self.config.url, request_timeout=self.config.timeout_s, max_retries=0, **auth
+            self.config.url,
+            request_timeout=self.config.timeout_s,
+            max_retries=0,
+            # orjson: several times faster than the standard library on recall's responses.
+            serializer=OrjsonSerializer(),
+            **auth,
         )
 
     def as_api_key(self, key: ApiKey) -> Elasticsearch:

@@ -11,8 +11,9 @@ RRF_RANK_CONSTANT = 30
 
 @dataclass
 class Fused:
-    doc: MemoryDoc
+    id: str
     score: float
+    doc: MemoryDoc | None = None  # when a leg carried it (see LegHit)
     leg_ranks: dict[str, int] = field(default_factory=dict)
     leg_scores: dict[str, float] = field(default_factory=dict)
 
@@ -31,8 +32,10 @@ def rrf(
     fused: dict[str, Fused] = {}
     for leg, hits in legs.items():
         for hit in hits:
-            entry = fused.setdefault(hit.doc.id, Fused(doc=hit.doc, score=0.0))
+            entry = fused.setdefault(hit.id, Fused(id=hit.id, score=0.0))
+            if entry.doc is None:
+                entry.doc = hit.doc
             entry.score += (weights or {}).get(leg, 1.0) / (rank_constant + hit.rank)
             entry.leg_ranks[leg] = hit.rank
             entry.leg_scores[leg] = hit.score
-    return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.doc.id))
+    return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,13 +49,17 @@ LEXICAL_FIELDS = ["text", "text.exact", "name^0.5", "description^0.3", "trigger^
 UPDATE_RETRIES = 20
 MS_PER_DAY = 86_400_000
 MAX_KNN_CANDIDATES = 10_000
+# Clients bound to users' scoped keys, most recently used kept (building one costs ~1 ms).
+READER_CACHE_SIZE = 1024
 
 # "true" refreshes the written shard at once, so the very next recall sees the write without
 # waiting for the periodic refresh (``wait_for`` would add up to a second per write).
 _REFRESH = "true"
-# Recall hits come back without their vectors: 80 hits x 384 floats of JSON cost more than the
-# search itself, and nothing downstream of recall needs them (get / scan return them).
-_NO_VECTOR = {"excludes": ["embedding"]}
+# Recall's legs return ids only (from doc values: no stored fields are read, no _source is
+# parsed to drop its vector); fusion needs nothing more, and recall then reads just the
+# documents it returns (``get_many``). Reading 80 full hits per leg cost about a third of the
+# cluster's CPU per recall (docs/performance.md).
+_IDS_ONLY: Json = {"_source": False, "stored_fields": "_none_", "docvalue_fields": ["id"]}
 
 
 class ElasticsearchBackend(MemoryBackend):
@@ -63,6 +69,8 @@ class ElasticsearchBackend(MemoryBackend):
         self.config = config
         self.dims = dims
         self._writer = Cluster(config).client
+        self._readers: OrderedDict[tuple[str, str], Elasticsearch] = OrderedDict()
+        self._readers_lock = threading.Lock()
 
     # --- setup ---------------------------------------------------------------------------------
     def ensure_ready(self) -> None:
@@ -226,16 +234,13 @@ class ElasticsearchBackend(MemoryBackend):
             "recall", lambda: client.msearch(searches=searches, max_concurrent_searches=len(legs))
         )
         results.took_ms = (time.perf_counter() - started) * 1000.0
-        docs: dict[str, MemoryDoc] = {}  # a document both legs found is decoded once
         for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
             if "error" in answer:
                 raise EngineError(f"Elasticsearch failed the {leg} leg: {answer['error']}")
-            hits = []
-            for n, h in enumerate(answer["hits"]["hits"], start=1):
-                doc = docs.get(h["_id"])
-                if doc is None:
-                    doc = docs[h["_id"]] = _doc(h["_source"])
-                hits.append(LegHit(doc=doc, score=float(h["_score"]), rank=n))
+            hits = [
+                LegHit(id=h["fields"]["id"][0], score=float(h["_score"]), rank=n)
+                for n, h in enumerate(answer["hits"]["hits"], start=1)
+            ]
             setattr(results, leg, hits)
         return results
 
@@ -410,8 +415,21 @@ class ElasticsearchBackend(MemoryBackend):
             return self._writer
         if scope.credentials is None:
             raise EngineError("A dls read scope needs the user's API key credentials.")
-        # options() shares the writer's connection pool; only the auth header differs.
-        return self._writer.options(api_key=(scope.credentials.id, scope.credentials.secret))
+        # options() shares the writer's connection pool; only the auth header differs. The
+        # client is kept per key (id and secret: a rotated key gets a new one), so a request
+        # does not rebuild its ~90 namespace objects.
+        key = (scope.credentials.id, scope.credentials.secret)
+        with self._readers_lock:
+            client = self._readers.get(key)
+            if client is not None:
+                self._readers.move_to_end(key)
+                return client
+        client = self._writer.options(api_key=key)
+        with self._readers_lock:
+            self._readers[key] = client
+            while len(self._readers) > READER_CACHE_SIZE:
+                self._readers.popitem(last=False)
+        return client
 
     def _search(self, scope: ReadScope, types: Iterable[str], body: Json) -> Json:
         client = self._reader(scope)
@@ -546,7 +564,7 @@ def _decay(field: str, only: Json, ranking: Ranking, now: datetime) -> Json:
 def _lexical_body(query: LegQuery, filters: list[Json]) -> Json:
     match = {"multi_match": {"query": query.text, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
     scored = _signals({"bool": {"must": [match], "filter": filters}}, query.ranking, query.now)
-    return {"size": query.size, "track_total_hits": False, "_source": _NO_VECTOR, "query": scored}
+    return {"size": query.size, "track_total_hits": False, **_IDS_ONLY, "query": scored}
 
 
 def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Json:
@@ -565,7 +583,7 @@ def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Js
     return {
         "size": query.size,
         "track_total_hits": False,
-        "_source": _NO_VECTOR,
+        **_IDS_ONLY,
         "query": _signals(knn, query.ranking, query.now),
     }
 

@@ -599,4 +599,6 @@ def _hits(candidates: list[Candidate], docs: dict[int, MemoryDoc], query: LegQue
         for c in candidates
     ]
     scored.sort(key=lambda pair: -pair[0])
-    return [LegHit(doc=doc, score=score, rank=n) for n, (score, doc) in enumerate(scored, 1)]
+    return [
+        LegHit(id=doc.id, score=score, rank=n, doc=doc) for n, (score, doc) in enumerate(scored, 1)
+    ]

@@ -173,9 +173,14 @@ class LegQuery:
 
 @dataclass
 class LegHit:
-    doc: MemoryDoc
+    """One candidate of a recall leg. Fusion needs only the id, score and rank; an engine for
+    which reading the document with the hit costs nothing (the embedded store) attaches it,
+    a remote one leaves ``doc`` None and recall reads only the few documents it returns."""
+
+    id: str
     score: float  # after the ranking signals
     rank: int  # 1-based within its leg
+    doc: MemoryDoc | None = None
 
 
 @dataclass

@@ -18,9 +18,10 @@ from memory.engine.types import (
     LegQuery,
     MemoryDoc,
     MemoryType,
+    ReadScope,
     RecallFilter,
 )
-from memory.fusion import rrf
+from memory.fusion import Fused, rrf
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
@@ -150,23 +151,30 @@ def memory_recall(
     if lexical_weight is None:
         lexical_weight = settings.ATLAS_RECALL_LEXICAL_WEIGHT
     weights = {"lexical": lexical_weight, "lexical_time": lexical_weight}
-    fused = [f for f in rrf(fusion_legs, weights=weights) if f.doc.id not in excluded]
+    fused = [f for f in rrf(fusion_legs, weights=weights) if f.id not in excluded]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if use_reranker else None
+    mark = time.perf_counter()
+    # A reranker reads every candidate; otherwise only the head of the fused list is returned.
+    candidates = _with_docs(scope, fused, None if reranker else k, include_superseded)
+    timings["read_ms"] = _since(mark)
     outcome = rerank(
-        reranker, query, [f.doc.text for f in fused], budget_ms=settings.ATLAS_RERANK_BUDGET_MS
+        reranker,
+        query,
+        [doc.text for _, doc in candidates],
+        budget_ms=settings.ATLAS_RERANK_BUDGET_MS,
     )
     timings["rerank_ms"] = outcome.took_ms
-    chosen = [fused[i] for i in outcome.order[:k]]
+    chosen = [candidates[i] for i in outcome.order[:k]]
     hits = [
         RecallHit(
-            doc=f.doc,
+            doc=doc,
             score=round(f.score, 6),
             rank=n,
             leg_ranks=f.leg_ranks,
             leg_scores=f.leg_scores,
         )
-        for n, f in enumerate(chosen, start=1)
+        for n, (f, doc) in enumerate(chosen, start=1)
     ]
     took_ms = _since(started)
     if track_usage:
@@ -181,6 +189,30 @@ def memory_recall(
         took_ms=took_ms,
         time_window=window,
     )
+
+
+# Read a few more than k: a document forgotten (or superseded) between the legs and the read
+# drops out, and the next one takes its place.
+READ_SPARE = 5
+
+
+def _with_docs(
+    scope: ReadScope, fused: list[Fused], k: int | None, include_superseded: bool
+) -> list[tuple[Fused, MemoryDoc]]:
+    """The fused candidates (the first ``k`` + spares, or all) with their documents: the ones
+    the legs did not carry are read in one request, under the same read scope."""
+    head = fused if k is None else fused[: k + READ_SPARE]
+    read: dict[str, MemoryDoc] = {}
+    missing = [f.id for f in head if f.doc is None]
+    if missing:
+        with store_errors():
+            read = {d.id: d for d in backend().get_many(scope, missing)}
+    pairs = []
+    for f in head:
+        doc = f.doc or read.get(f.id)
+        if doc is not None and (include_superseded or doc.superseded_by is None):
+            pairs.append((f, doc))
+    return pairs
 
 
 def _windowed(leg_query: LegQuery, window: TimeWindow) -> LegQuery:

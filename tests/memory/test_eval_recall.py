@@ -276,29 +276,14 @@ def test_eval_recall_passes_the_gates_on_elasticsearch(es: Any, tmp_path: Path) 
 
 
 # --- the method pieces recall uses ------------------------------------------------------------
-def _doc(doc_id: str) -> Any:
-    from memory.engine.types import MemoryDoc
-
-    moment = datetime(2026, 1, 1, tzinfo=UTC)
-    return MemoryDoc(
-        id=doc_id,
-        tenant_id="t",
-        user_id="u",
-        memory_type="episodic",
-        text=doc_id,
-        created_at=moment,
-        timestamp=moment,
-    )
-
-
 def test_rrf_weights_scale_a_legs_contribution() -> None:
     from memory.engine.types import LegHit
     from memory.fusion import rrf
 
-    legs = {"lexical": [LegHit(_doc("a"), 9.0, 1)], "dense": [LegHit(_doc("b"), 0.9, 2)]}
-    assert [f.doc.id for f in rrf(legs)] == ["a", "b"]
+    legs = {"lexical": [LegHit("a", 9.0, 1)], "dense": [LegHit("b", 0.9, 2)]}
+    assert [f.id for f in rrf(legs)] == ["a", "b"]
     fused = rrf(legs, weights={"lexical": 0.5})
-    assert [f.doc.id for f in fused] == ["b", "a"]
+    assert [f.id for f in fused] == ["b", "a"]
     assert fused[1].score == pytest.approx(0.5 / 31)
 
 

@@ -200,6 +200,42 @@ def test_usage_of_repeated_recalls_is_written_as_one_batch(people, monkeypatch):
     assert memory_get(user=people.alice, memory_id=memo.id).use_count == 3
 
 
+@pytest.mark.parametrize("engine", ["es-dls", "es-filter"], indirect=True)
+def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
+    """On Elasticsearch the legs return ids; recall reads the head of the fused list (k plus a
+    few spares) in one request, and a candidate forgotten in between gives way to the next."""
+    alice = people.alice
+    written = {
+        f.id: f.text
+        for f in (fact(alice, f"Sarah's bike number {n} is kept in the shed") for n in range(12))
+    }
+    store = backend()
+    legs_of, get_many = type(store).recall_legs, type(store).get_many
+    forgotten, reads = [], []
+
+    def legs_then_forget_the_best(self, scope, query):
+        found = legs_of(self, scope, query)
+        assert found.dense and all(h.doc is None for h in found.lexical + found.dense)
+        forgotten.append(found.dense[0].id)
+        memory_forget(user=alice, memory_id=found.dense[0].id)
+        reads.clear()  # forgetting read it too; count recall's own reads
+        return found
+
+    def reading(self, scope, ids):
+        reads.append(list(ids))
+        return get_many(self, scope, ids)
+
+    monkeypatch.setattr(type(store), "recall_legs", legs_then_forget_the_best)
+    monkeypatch.setattr(type(store), "get_many", reading)
+    hits = memory_recall(user=alice, query="where is Sarah's bike kept?", k=3).hits
+
+    assert len(reads) == 1 and len(reads[0]) == 3 + 5
+    assert forgotten[0] in reads[0]
+    assert [h.rank for h in hits] == [1, 2, 3]
+    assert forgotten[0] not in {h.doc.id for h in hits}
+    assert all(h.doc.text == written[h.doc.id] for h in hits)  # whole documents
+
+
 def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
     from memory.services.common import embedder
     from memory.services.writes import memory_turn_record

@@ -28,11 +28,11 @@ def legs(env: BackendEnv, tenant: str, user: str | None, text: str, vector=None,
 
 
 def lexical_ids(results) -> list[str]:
-    return [hit.doc.id for hit in results.lexical]
+    return [hit.id for hit in results.lexical]
 
 
 def dense_ids(results) -> list[str]:
-    return [hit.doc.id for hit in results.dense]
+    return [hit.id for hit in results.dense]
 
 
 def test_a_document_round_trips_with_every_field(env, tenant):
@@ -177,9 +177,9 @@ def test_ranking_signals_are_applied_inside_each_leg(env, tenant):
 
     found = legs(env, tenant, "u1", "walked the dog", vector=same)
     for leg in (found.lexical, found.dense):
-        order = [h.doc.id for h in leg]
+        order = [h.id for h in leg]
         assert order.index(fresh.id) < order.index(stale.id)
-        scores = {h.doc.id: h.score for h in leg}
+        scores = {h.id: h.score for h in leg}
         ratio = scores[stale.id] / scores[fresh.id]
         expected = signal_multiplier(stale, Ranking(), NOW) / signal_multiplier(
             fresh, Ranking(), NOW
@@ -188,13 +188,13 @@ def test_ranking_signals_are_applied_inside_each_leg(env, tenant):
 
     rex = legs(env, tenant, "u1", "dog is called rex", vector=same, memory_types=("semantic",))
     for leg in (rex.lexical, rex.dense):
-        assert leg[0].doc.id == used.id
+        assert leg[0].id == used.id
         assert leg[0].score / leg[1].score == pytest.approx(1 + 0.2 * 1.7075701760979363, rel=0.05)
 
     playbook = legs(
         env, tenant, "u1", "dog walking routine", vector=same, memory_types=("procedural",)
     )
-    fresh_dense = {h.doc.id: h.score for h in found.dense}[fresh.id]
+    fresh_dense = {h.id: h.score for h in found.dense}[fresh.id]
     assert playbook.dense[0].score == pytest.approx(fresh_dense, rel=0.05)  # no decay at 3000 days
 
 
@@ -207,7 +207,7 @@ def test_a_catalog_document_carries_its_prior(env, tenant):
     found = legs(env, tenant, "u1", "router reboot steps", vector=same)
 
     for leg in (found.lexical, found.dense):
-        assert [h.doc.id for h in leg] == [mine.id, shared.id]
+        assert [h.id for h in leg] == [mine.id, shared.id]
         assert leg[1].score / leg[0].score == pytest.approx(0.85, rel=0.05)
 
 
@@ -223,7 +223,7 @@ def test_the_decay_can_be_switched_off(env, tenant):
 
     found = legs(env, tenant, "u1", "ate ramen", vector=same, ranking=Ranking(apply_decay=False))
 
-    scores = {h.doc.id: h.score for h in found.dense}
+    scores = {h.id: h.score for h in found.dense}
     assert scores[fresh.id] == pytest.approx(scores[stale.id], rel=0.01)
 
 

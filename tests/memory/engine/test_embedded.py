@@ -47,18 +47,18 @@ def test_a_snapshot_sees_what_another_process_wrote_since(path):
     replaced = make_doc("acme", "alice", "semantic", "likes black tea")
     forgotten = make_doc("acme", "alice", "semantic", "likes oolong tea")
     writer.write([kept, replaced, forgotten])
-    assert {h.doc.id for h in legs(reader, "tea").dense} == {kept.id, replaced.id, forgotten.id}
+    assert {h.id for h in legs(reader, "tea").dense} == {kept.id, replaced.id, forgotten.id}
 
     added = make_doc("acme", "alice", "semantic", "likes mint tea")
     writer.write([added])
     writer.update(replaced, lambda current: {"superseded_by": added.id})
     writer.update(kept, lambda current: {"text": "likes green tea and coffee"})
-    assert {h.doc.id for h in legs(reader, "tea").dense} == {kept.id, forgotten.id, added.id}
-    assert [h.doc.id for h in legs(reader, "coffee").lexical] == [kept.id]
+    assert {h.id for h in legs(reader, "tea").dense} == {kept.id, forgotten.id, added.id}
+    assert [h.id for h in legs(reader, "coffee").lexical] == [kept.id]
 
     writer.delete(forgotten)
-    assert {h.doc.id for h in legs(reader, "tea").dense} == {kept.id, added.id}
-    assert forgotten.id not in {h.doc.id for h in legs(reader, "oolong").lexical}
+    assert {h.id for h in legs(reader, "tea").dense} == {kept.id, added.id}
+    assert forgotten.id not in {h.id for h in legs(reader, "oolong").lexical}
 
 
 def test_the_dense_leg_keeps_the_best_by_signal_multiplier(path):
@@ -89,7 +89,7 @@ def test_the_dense_leg_keeps_the_best_by_signal_multiplier(path):
 
     best = sorted(docs, key=expected_score, reverse=True)[:15]
     found = legs(backend, "unrelated", vector=target, size=15).dense
-    assert [h.doc.id for h in found] == [d.id for d in best]
+    assert [h.id for h in found] == [d.id for d in best]
     assert [h.score for h in found] == pytest.approx([expected_score(d) for d in best], rel=1e-5)
 
 
@@ -99,7 +99,7 @@ def test_user_text_is_never_query_syntax(path):
     backend.write([doc])
     for text in ['"', "NEAR(", "col:on", "-minus", "AND OR NOT", "^x* {a b}:c", "", "  ?! "]:
         legs(backend, text)  # no FTS5 syntax error escapes
-    assert [h.doc.id for h in legs(backend, 'NEAR(thing) "quoted').lexical] == [doc.id]
+    assert [h.id for h in legs(backend, 'NEAR(thing) "quoted').lexical] == [doc.id]
 
 
 def test_it_refuses_vectors_of_the_wrong_shape(path):

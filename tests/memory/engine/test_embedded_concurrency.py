@@ -36,7 +36,7 @@ def recall(backend: EmbeddedBackend, text: str) -> list[str]:
         text=text, vector=vec(1), filter=RecallFilter(), ranking=Ranking(), now=datetime.now(UTC)
     )
     found = backend.recall_legs(ReadScope(tenant_id=TENANT, user_id="alice"), query)
-    return [hit.doc.id for hit in found.lexical]
+    return [hit.id for hit in found.lexical]
 
 
 def work(path: str, worker: int, start: Any, errors: Any) -> None:
