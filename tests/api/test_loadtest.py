@@ -1,0 +1,56 @@
+"""``manage.py loadtest`` against a live server on loopback: it counts what it sends, and a
+refused request is an error, not a sample of good latency (figures are printed, never asserted)."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def load(url: str, token: str, tmp_path: Path, **options) -> dict:
+    out = tmp_path / "load.json"
+    call_command(
+        "loadtest",
+        url=url,
+        token=token,
+        user="alice",
+        clients="2",
+        seconds=1.0,
+        turn_every=2,
+        json_path=str(out),
+        stdout=StringIO(),
+        **options,
+    )
+    (run,) = json.loads(out.read_text())["runs"]
+    return run
+
+
+def test_recalls_and_turns_are_sent_and_measured(live_server, store, alice, alice_token, tmp_path):
+    run = load(live_server.url, alice_token, tmp_path)
+
+    assert run["requests"] >= 4 and run["errors"] == 0, run["error_samples"]
+    assert run["recall_p95_ms"] > 0 and run["turn_p95_ms"] > 0
+    assert run["p50_ms"] <= run["p95_ms"] <= run["p99_ms"]
+    # The turns really were recorded: each is an episode of alice's now.
+    from memory.services.recall import memory_recall
+
+    hits = memory_recall(user=alice, query="note 0-2", memory_types=["episodic"]).hits
+    assert any(h.doc.text.startswith("note 0-2:") for h in hits)
+
+
+def test_refused_requests_count_as_errors(live_server, store, alice, tmp_path):
+    run = load(live_server.url, "atlas_not_a_real_token", tmp_path)
+
+    assert run["requests"] > 0 and run["errors"] == run["requests"]
+    assert run["error_samples"][0].startswith("401 ")
+
+
+def test_only_plain_http_urls_are_accepted(store, alice_token, tmp_path):
+    with pytest.raises(CommandError, match="http://host:port"):
+        load("https://127.0.0.1:1", alice_token, tmp_path)
