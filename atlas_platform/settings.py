@@ -245,9 +245,29 @@ ATLAS_RERANKER_MAX_TOKENS = env.int("ATLAS_RERANKER_MAX_TOKENS", default=256)
 ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
-# RRF weight of the lexical legs against the dense ones (1.0 = plain RRF as in the source
-# design; 0.5 measured better on the recall eval without a reranker: docs/recall-quality.md).
-ATLAS_RECALL_LEXICAL_WEIGHT = env.float("ATLAS_RECALL_LEXICAL_WEIGHT", default=0.5)
+
+
+# RRF weight of the lexical legs against the dense ones. "confidence" (the default): each
+# query, a lexical leg weighs its own confidence, how far its top BM25 score stands above its
+# 10th (memory.fusion.leg_confidence); a number fixes the weight instead (1.0 = plain RRF as in
+# the source design; 0.5 was the default before). Measurements: docs/recall-quality.md.
+def _lexical_weight(value: str) -> float | None:
+    if value.strip().lower() == "confidence":
+        return None  # the lexical leg's own confidence, per query
+    try:
+        weight = float(value)
+    except ValueError:
+        weight = float("nan")
+    if not 0.0 <= weight <= 10.0:
+        raise ImproperlyConfigured(
+            "ATLAS_RECALL_LEXICAL_WEIGHT must be 'confidence' or a number from 0 to 10."
+        )
+    return weight
+
+
+ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(
+    env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="confidence")
+)
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/bookkeeping.py).

@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion of the recall legs."""
+"""Reciprocal rank fusion of the recall legs, and how much to trust a leg for one query."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from memory.engine.types import LegHit, MemoryDoc
 
 RRF_RANK_CONSTANT = 30
+# leg_confidence compares a leg's top score with the one at this rank: recall's default page
+# (k=10), so the question is whether the best hit stands out from what a page would show.
+CONFIDENCE_DEPTH = 10
 
 
 @dataclass
@@ -39,3 +42,22 @@ def rrf(
             entry.leg_ranks[leg] = hit.rank
             entry.leg_scores[leg] = hit.score
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
+
+
+def leg_confidence(hits: list[LegHit], *, depth: int = CONFIDENCE_DEPTH) -> float:
+    """How far a leg's best hit stands out from its ``depth``-th, as a share of the best
+    score: 0 for a flat ranking, towards 1 when the best hit towers over the rest. ``hits``
+    are best first; with fewer than ``depth`` hits, the ``depth``-th is a document that did
+    not match at all, score 0, so the confidence is 1 (a word only a few documents hold).
+
+    Only for scores where 0 means "no evidence" (BM25, also after the signal multipliers), so
+    that a ratio of two scores means something; a cosine similarity has no such zero. A
+    lexical leg whose best hit shares a rare word with the query (an error code, a product
+    name) scores high; one whose hits each share a common word or two with it is flat, and
+    its order says little.
+    """
+    if not hits or hits[0].score <= 0.0:
+        return 0.0
+    top = hits[0].score
+    floor = hits[depth - 1].score if len(hits) >= depth else 0.0
+    return min(1.0, max(0.0, (top - floor) / top))

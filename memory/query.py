@@ -1,5 +1,6 @@
 """Query understanding for recall: time expressions ("last March", "two weeks ago", "last
-winter") turned into a time window relative to the recall's ``now``.
+winter") turned into a time window relative to the recall's ``now``, and the words of a query
+that the lexical legs search for (``lexical_terms``).
 
 Deterministic and small on purpose: a handful of patterns over English phrases, no model. The
 window is a *soft* preference (recall adds a time-filtered leg to the fusion, see
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -189,3 +191,22 @@ def _window(kind: str, match: re.Match[str], now: datetime, text: str) -> TimeWi
         start = now.replace(year=year, month=12, day=15, hour=0, minute=0, second=0, microsecond=0)
         return _clip(start, start + timedelta(days=24), now, phrase)
     return None
+
+
+# Function words match most documents: they add little to BM25 but make every match set huge.
+# Both engines search the same terms (the Elasticsearch analyzer's own stop list is shorter).
+STOP_WORDS = frozenset(
+    {"a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
+     "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
+     "on", "or", "our", "so", "than", "that", "the", "their", "then", "there", "these", "they",
+     "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will",
+     "with", "would", "you", "your"}
+)  # fmt: skip
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The words of ``text`` the lexical legs search for, as written and in order: words with
+    a letter or digit, minus function words. When every word is a function word, all of them
+    (a query is never emptied)."""
+    words = [word for word in text.split() if any(char.isalnum() for char in word)]
+    return [w for w in words if w.lower().strip(string.punctuation) not in STOP_WORDS] or words

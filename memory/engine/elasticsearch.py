@@ -37,6 +37,7 @@ from memory.engine.types import (
     RecallFilter,
     UsageBump,
 )
+from memory.query import lexical_terms
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -562,7 +563,10 @@ def _decay(field: str, only: Json, ranking: Ranking, now: datetime) -> Json:
 
 
 def _lexical_body(query: LegQuery, filters: list[Json]) -> Json:
-    match = {"multi_match": {"query": query.text, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
+    # The same terms as the embedded backend searches: the analyzer's stop list misses
+    # question words ("what", "did", "how", "we"), which otherwise match half the memories.
+    terms = " ".join(lexical_terms(query.text))
+    match = {"multi_match": {"query": terms, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
     scored = _signals({"bool": {"must": [match], "filter": filters}}, query.ranking, query.now)
     return {"size": query.size, "track_total_hits": False, **_IDS_ONLY, "query": scored}
 

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import string
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,17 +45,10 @@ from memory.engine.types import (
     ReadScope,
     RecallFilter,
 )
+from memory.query import lexical_terms
 
 BUSY_TIMEOUT_S = 5.0
 CACHE_BYTES = 256 * 2**20
-# Function words match most documents: they add little to BM25 but make every match set huge.
-STOP_WORDS = frozenset(
-    {"a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
-     "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
-     "on", "or", "our", "so", "than", "that", "the", "their", "then", "there", "these", "they",
-     "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will",
-     "with", "would", "you", "your"}
-)  # fmt: skip
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memories (
@@ -564,10 +556,9 @@ def _lexical(
 
 
 def _match_expression(text: str, owners: list[str]) -> str | None:
-    """An FTS5 query for any of the words (each quoted, so user text is never FTS5 syntax) in
-    the text fields of the owners' documents."""
-    words = [word for word in text.split() if any(char.isalnum() for char in word)]
-    terms = [w for w in words if w.lower().strip(string.punctuation) not in STOP_WORDS] or words
+    """An FTS5 query for any of the query's ``lexical_terms`` (each quoted, so user text is
+    never FTS5 syntax) in the text fields of the owners' documents."""
+    terms = lexical_terms(text)
     if not terms or not owners:
         return None
     return (

@@ -30,7 +30,7 @@ class Ablation:
     use_reranker: bool = True
     apply_decay: bool = True
     time_hints: bool = True
-    lexical_weight: float | None = None  # None: the configured weight
+    lexical_weight: float | None = None  # None: the configured weighting
 
 
 ABLATIONS = (
@@ -41,6 +41,7 @@ ABLATIONS = (
     Ablation("no_decay", apply_decay=False),
     Ablation("no_time_hints", time_hints=False),
     Ablation("equal_weights", lexical_weight=1.0),  # plain RRF, as in the source design
+    Ablation("fixed_weight", lexical_weight=0.5),  # the fixed lexical weight used before
 )
 
 

@@ -21,7 +21,7 @@ from memory.engine.types import (
     ReadScope,
     RecallFilter,
 )
-from memory.fusion import Fused, rrf
+from memory.fusion import Fused, leg_confidence, rrf
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
@@ -91,7 +91,10 @@ def memory_recall(
     the same legs to the fusion (``time_hints``): memories from that window rank higher, none
     are dropped. ``now`` is the instant recall runs as (decay, time expressions; the evaluation
     pins it). ``lexical_weight`` (default ``ATLAS_RECALL_LEXICAL_WEIGHT``) weighs the lexical
-    legs in the fusion against the dense ones (docs/recall-quality.md has the measurements).
+    legs in the fusion against the dense ones; None (the default setting) weighs each lexical
+    leg by its own confidence for this query (``memory.fusion.leg_confidence``): a flat BM25
+    ranking, common words matched all over, counts for little (docs/recall-quality.md has the
+    measurements).
 
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
     same words to store them), so it is not computed twice. The platform's own reads
@@ -150,7 +153,11 @@ def memory_recall(
     excluded = set(exclude_ids)
     if lexical_weight is None:
         lexical_weight = settings.ATLAS_RECALL_LEXICAL_WEIGHT
-    weights = {"lexical": lexical_weight, "lexical_time": lexical_weight}
+    weights = {
+        leg: leg_confidence(fusion_legs[leg]) if lexical_weight is None else lexical_weight
+        for leg in ("lexical", "lexical_time")
+        if leg in fusion_legs
+    }
     fused = [f for f in rrf(fusion_legs, weights=weights) if f.id not in excluded]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if use_reranker else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -13,7 +14,7 @@ from django.core.management import CommandError, call_command
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def load(url: str, token: str, tmp_path: Path, **options) -> dict:
+def load(url: str, token: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
     out = tmp_path / "load.json"
     call_command(
         "loadtest",
@@ -27,8 +28,8 @@ def load(url: str, token: str, tmp_path: Path, **options) -> dict:
         stdout=StringIO(),
         **options,
     )
-    (run,) = json.loads(out.read_text())["runs"]
-    return run
+    runs: list[dict[str, Any]] = json.loads(out.read_text())["runs"]
+    return runs[0]
 
 
 def test_recalls_and_turns_are_sent_and_measured(live_server, store, alice, alice_token, tmp_path):

@@ -140,6 +140,49 @@ def test_exact_tokens_are_recalled_top_three(people, memory, question):
 
 
 # --- ranking signals --------------------------------------------------------------------------
+def _lexical_leg(user, query):
+    """The lexical leg as recall saw it: a lexical-only recall keeps its order and scores."""
+    from memory.engine.types import LegHit
+
+    hits = memory_recall(user=user, query=query, legs=["lexical"], k=50).hits
+    return [
+        LegHit(id=h.doc.id, score=h.leg_scores["lexical"], rank=h.leg_ranks["lexical"])
+        for h in hits
+    ]
+
+
+def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
+    from memory.fusion import RRF_RANK_CONSTANT, leg_confidence
+
+    settings.ATLAS_RECALL_LEXICAL_WEIGHT = None  # the default: the leg's confidence
+    rooms = ["hall", "porch", "study", "attic", "garage", "landing", "pantry", "cellar"]
+    for room in [*rooms, "nursery", "loft", "snug", "den"]:
+        fact(people.alice, f"The smart light in the {room} switches on at dusk")
+    code = f"ERR_{uuid.uuid4().hex[:8].upper()}"  # in no other test's documents
+    target = fact(people.alice, f"Thermostat showed {code} after the firmware update")
+
+    # Twelve documents sharing the same two words: a flat ranking, whatever the statistics.
+    flat = _lexical_leg(people.alice, "when does the smart light switch on")
+    assert len(flat) >= 10
+    assert leg_confidence(flat) < 0.2
+    # One document holds the code: measured against the documents that did not match.
+    sure = _lexical_leg(people.alice, f"what was {code}?")
+    assert [h.id for h in sure] == [target.id]
+    assert leg_confidence(sure) == 1.0
+
+    def fused(weight):
+        hits = memory_recall(user=people.alice, query=f"what was {code}?").hits
+        hit = next(h for h in hits if h.doc.id == target.id)
+        lexical, dense = hit.leg_ranks["lexical"], hit.leg_ranks["dense"]
+        return hit.score, weight / (RRF_RANK_CONSTANT + lexical) + 1 / (RRF_RANK_CONSTANT + dense)
+
+    score, expected = fused(1.0)
+    assert score == pytest.approx(expected, abs=1e-6)
+    settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number fixes the weight instead
+    score, expected = fused(0.5)
+    assert score == pytest.approx(expected, abs=1e-6)
+
+
 def test_an_older_episode_ranks_below_an_equal_recent_one(people):
     old = memory_turn_record(
         user=people.alice,
@@ -211,7 +254,8 @@ def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
     }
     store = backend()
     legs_of, get_many = type(store).recall_legs, type(store).get_many
-    forgotten, reads = [], []
+    forgotten: list[str] = []
+    reads: list[list[str]] = []
 
     def legs_then_forget_the_best(self, scope, query):
         found = legs_of(self, scope, query)

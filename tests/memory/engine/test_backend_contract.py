@@ -107,6 +107,18 @@ def test_the_lexical_leg_finds_exact_tokens(env, tenant):
     assert lexical_ids(found)[0] == target.id
 
 
+def test_the_lexical_leg_ignores_question_words(env, tenant):
+    # The Elasticsearch analyzer's stop list keeps "what", "did", "we", "how": both backends
+    # search memory.query.lexical_terms instead, so a question matches on its content words.
+    chatter = make_doc(tenant, "u1", "episodic", "What did we say? How did we do it?")
+    key = make_doc(tenant, "u1", "semantic", "The spare key is under the blue plant pot")
+    env.backend.write([chatter, key])
+
+    found = legs(env, tenant, "u1", "what did we do with the spare key?")
+
+    assert lexical_ids(found) == [key.id]
+
+
 def test_the_dense_leg_ranks_by_similarity(env, tenant):
     near = make_doc(tenant, "u1", "semantic", "alpha", embedding=vec(1))
     middle = make_doc(tenant, "u1", "semantic", "beta", embedding=vec(1, 2))
