@@ -51,8 +51,12 @@ class MemoryBackend(ABC):
         """The document with this id if it is inside ``scope`` (any type), else None."""
 
     @abstractmethod
-    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
-        """Those of ``memory_ids`` inside ``scope``, in the order given; missing ones skipped."""
+    def get_many(
+        self, scope: ReadScope, memory_ids: list[str], *, vectors: bool = True
+    ) -> list[MemoryDoc]:
+        """Those of ``memory_ids`` inside ``scope``, in the order given; missing ones skipped.
+        ``vectors=False``: the caller has no use for the embeddings (recall's hits), so an
+        engine for which they cost something to send may leave them out."""
 
     @abstractmethod
     def update(

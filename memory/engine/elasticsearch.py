@@ -202,13 +202,17 @@ class ElasticsearchBackend(MemoryBackend):
         found = self.get_many(scope, [memory_id])
         return found[0] if found else None
 
-    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+    def get_many(
+        self, scope: ReadScope, memory_ids: list[str], *, vectors: bool = True
+    ) -> list[MemoryDoc]:
         if not memory_ids:
             return []
-        body = {
+        body: Json = {
             "size": len(set(memory_ids)),
             "query": {"bool": {"filter": [{"ids": {"values": memory_ids}}, *_scope_filter(scope)]}},
         }
+        if not vectors:
+            body["_source"] = {"excludes": ["embedding"]}
         hits = self._search(scope, MEMORY_TYPES, body)["hits"]["hits"]
         by_id = {doc.id: doc for doc in (_doc(h["_source"]) for h in hits)}
         return [by_id[i] for i in memory_ids if i in by_id]

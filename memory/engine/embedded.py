@@ -139,7 +139,9 @@ class EmbeddedBackend(MemoryBackend):
         found = self.get_many(scope, [memory_id])
         return found[0] if found else None
 
-    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+    def get_many(
+        self, scope: ReadScope, memory_ids: list[str], *, vectors: bool = True
+    ) -> list[MemoryDoc]:
         # Lists travel as one JSON parameter: no SQL built from values, no bound-variable limit.
         with self._transaction() as conn:
             rows = conn.execute(

@@ -213,7 +213,7 @@ def _with_docs(
     missing = [f.id for f in head if f.doc is None]
     if missing:
         with store_errors():
-            read = {d.id: d for d in backend().get_many(scope, missing)}
+            read = {d.id: d for d in backend().get_many(scope, missing, vectors=False)}
     pairs = []
     for f in head:
         doc = f.doc or read.get(f.id)

@@ -265,9 +265,9 @@ def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
         reads.clear()  # forgetting read it too; count recall's own reads
         return found
 
-    def reading(self, scope, ids):
+    def reading(self, scope, ids, **kwargs):
         reads.append(list(ids))
-        return get_many(self, scope, ids)
+        return get_many(self, scope, ids, **kwargs)
 
     monkeypatch.setattr(type(store), "recall_legs", legs_then_forget_the_best)
     monkeypatch.setattr(type(store), "get_many", reading)
