@@ -1,4 +1,10 @@
-"""The Elasticsearch backend: one index per memory type, shared by tenants, routed by user.
+"""The Elasticsearch backend: one index for every memory type (``<prefix>-memories``) plus
+``<prefix>-archive``, shared by tenants, routed by user.
+
+One index, not one per type: a recall touches one shard per leg instead of four, and with the
+legs returning ids only, the per-shard work (security checks, query and fetch phases) was most of
+the cluster's CPU per recall (docs/performance.md). The type is a keyword field every query
+filters on. ``manage.py es_layout_migrate`` moves a deployment from the older per-type indices.
 
 Uses only core features (BM25, dense_vector + ``knn`` query, ``function_score``, ``_msearch``,
 optimistic concurrency) so it runs on the integ-test distribution and on any licence. Mappings
@@ -18,7 +24,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError, TransportError
+from elasticsearch import (
+    ApiError,
+    ConflictError,
+    Elasticsearch,
+    NotFoundError,
+    TransportError,
+    helpers,
+)
 
 from atlas_platform.cluster import Cluster, ClusterConfig
 from memory.engine.base import Conflict, EngineError, MemoryBackend, usage_changes
@@ -42,10 +55,24 @@ from memory.query import lexical_terms
 Json = dict[str, Any]
 T = TypeVar("T")
 
+
+@dataclasses.dataclass(frozen=True)
+class LayoutMove:
+    index: str  # the old per-type index
+    documents: int  # how many it held (all now in the shared index)
+    copied: int  # how many this run copied (the rest were there already)
+    deleted: bool
+
+
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "elasticsearch" / "templates"
-INDEX_KINDS = (*MEMORY_TYPES, "archive")
-# The indices that may hold a user's documents (the catalog holds none).
-ERASURE_KINDS = (*PERSONAL_TYPES, "archive")
+SHARED_INDEX = "memories"  # every memory type
+# The per-type indices of the layout before 2026-11-30 (migrate_per_type_indices).
+OLD_LAYOUT_KINDS = MEMORY_TYPES
+ARCHIVE_INDEX = "archive"
+INDEX_NAMES = (SHARED_INDEX, ARCHIVE_INDEX)
+# What a user's documents are erased from, one kind at a time: their personal types in the
+# shared index (the catalog holds none of theirs), then the archive.
+ERASURE_KINDS = (*PERSONAL_TYPES, ARCHIVE_INDEX)
 LEXICAL_FIELDS = ["text", "text.exact", "name^0.5", "description^0.3", "trigger^0.5"]
 UPDATE_RETRIES = 20
 MS_PER_DAY = 86_400_000
@@ -87,15 +114,74 @@ class ElasticsearchBackend(MemoryBackend):
             "put the index template",
             lambda: w.indices.put_index_template(name=f"{prefix}-memory", body=template),
         )
-        for kind in INDEX_KINDS:
+        for name in INDEX_NAMES:
             try:
-                w.indices.create(index=self._index(kind))
+                w.indices.create(index=f"{prefix}-{name}")
             except ApiError as exc:
                 # Another process may have won the race; that is the outcome we wanted.
                 if exc.error != "resource_already_exists_exception":
                     raise EngineError(f"Elasticsearch could not create an index: {exc}") from exc
             except TransportError as exc:
                 raise EngineError(f"Elasticsearch could not create an index: {exc}") from exc
+
+    def migrate_per_type_indices(self, *, delete_old: bool = False) -> list[LayoutMove]:
+        """Copy the documents of the older per-type indices (``<prefix>-episodic``,
+        ``-semantic``, ``-procedural``, ``-catalog``) into the shared index, each with its
+        routing. A document already there is left as it is (``create``: a re-run after an
+        interruption copies only what is missing, and never overwrites a newer version written
+        since). Every old document is then checked by id in the shared index; only then, and
+        only with ``delete_old``, is the old index deleted."""
+        self.ensure_ready()
+        prefix = self.config.index_prefix
+        moves = []
+        for kind in OLD_LAYOUT_KINDS:
+            move = self._move_index(f"{prefix}-{kind}", f"{prefix}-{SHARED_INDEX}", delete_old)
+            if move is not None:
+                moves.append(move)
+        return moves
+
+    def _move_index(self, old: str, target: str, delete_old: bool) -> LayoutMove | None:
+        w = self._writer
+        if not _call("check an index", lambda: w.indices.exists(index=old)):
+            return None
+        ids: list[str] = []
+
+        def copies() -> Iterable[Json]:
+            for hit in helpers.scan(w, index=old, query={"query": {"match_all": {}}}):
+                ids.append(hit["_id"])
+                yield {
+                    "_op_type": "create",
+                    "_index": target,
+                    "_id": hit["_id"],
+                    "routing": hit.get("_routing"),
+                    "_source": hit["_source"],
+                }
+
+        copied = 0
+        try:
+            for ok, item in helpers.streaming_bulk(
+                w, copies(), chunk_size=500, raise_on_error=False, max_retries=0
+            ):
+                if ok:
+                    copied += 1
+                elif item["create"].get("status") != 409:  # 409: already there
+                    raise EngineError(f"Elasticsearch refused to copy into {target}: {item}")
+        except (ApiError, TransportError) as exc:
+            raise EngineError(f"Elasticsearch could not copy {old}: {exc}") from exc
+        _call("refresh", lambda: w.indices.refresh(index=target))
+        present = sum(self._count_ids(target, ids[i : i + 1000]) for i in range(0, len(ids), 1000))
+        if present != len(ids):
+            raise EngineError(
+                f"{old}: {len(ids) - present} of {len(ids)} documents are not in {target}; "
+                "nothing was deleted."
+            )
+        if delete_old:
+            _call("delete an index", lambda: w.indices.delete(index=old))
+        return LayoutMove(index=old, documents=len(ids), copied=copied, deleted=delete_old)
+
+    def _count_ids(self, index: str, ids: list[str]) -> int:
+        query = {"ids": {"values": ids}}
+        return int(_call("count", lambda: self._writer.count(index=index, query=query))["count"])
 
     # --- writes (always the writer credential) -------------------------------------------------
     def write(self, docs: list[MemoryDoc]) -> None:
@@ -223,8 +309,9 @@ class ElasticsearchBackend(MemoryBackend):
         filters = _filters(scope, types, query.filter)
         legs: list[tuple[str, Json, Json]] = []
         if types and query.lexical and query.text.strip():
-            # DFS shares term statistics across the per-type indices, so BM25 scores from
-            # different indices are comparable (the catalog prior is a ratio of them).
+            # DFS shares term statistics across shards: a user's documents and the catalog are
+            # routed apart, and their BM25 scores must be comparable (the catalog prior is a
+            # ratio of them).
             dfs = {**header, "search_type": "dfs_query_then_fetch"}
             legs.append(("lexical", dfs, _lexical_body(query, filters)))
         if types and query.dense and query.vector is not None:
@@ -382,7 +469,7 @@ class ElasticsearchBackend(MemoryBackend):
     ) -> int:
         if ids == []:
             return 0
-        query = _erasure_query(tenant_id, user_id, ids)
+        query = _erasure_query(tenant_id, user_id, ids, kind)
         index = self._erasure_index(kind)
         response = _call("count documents", lambda: self._writer.count(index=index, query=query))
         return int(response["count"])
@@ -400,7 +487,7 @@ class ElasticsearchBackend(MemoryBackend):
             "size": limit,
             "_source": False,
             "track_total_hits": False,
-            "query": _erasure_query(tenant_id, user_id, ids),
+            "query": _erasure_query(tenant_id, user_id, ids, kind),
             "sort": [{"id": "asc"}],
         }
         # No routing: a document stored under another routing (an archive) is found as well.
@@ -410,10 +497,15 @@ class ElasticsearchBackend(MemoryBackend):
 
     # --- helpers -------------------------------------------------------------------------------
     def _index(self, kind: str) -> str:
-        return f"{self.config.index_prefix}-{kind}"
+        """The index holding documents of ``kind`` (a memory type, or ``archive``)."""
+        if kind == ARCHIVE_INDEX:
+            return f"{self.config.index_prefix}-{ARCHIVE_INDEX}"
+        if kind in MEMORY_TYPES:
+            return f"{self.config.index_prefix}-{SHARED_INDEX}"
+        raise EngineError(f"No index for {kind!r}.")
 
     def _indices(self, types: Iterable[str]) -> list[str]:
-        return [self._index(t) for t in types]
+        return list(dict.fromkeys(self._index(t) for t in types))
 
     def _reader(self, scope: ReadScope) -> Elasticsearch:
         if scope.isolation != "dls":
@@ -475,11 +567,13 @@ def _scope_filter(scope: ReadScope) -> list[Json]:
     return [{"term": {"tenant_id": scope.tenant_id}}, owner]
 
 
-def _erasure_query(tenant_id: str, user_id: str, ids: list[str] | None) -> Json:
+def _erasure_query(tenant_id: str, user_id: str, ids: list[str] | None, kind: str) -> Json:
     filters: list[Json] = [
         {"term": {"tenant_id": tenant_id}},
         {"term": {"user_id": user_id}},
     ]
+    if kind != ARCHIVE_INDEX:  # the shared index holds every type: one kind at a time
+        filters.append({"term": {"memory_type": kind}})
     if ids is not None:
         filters.append({"ids": {"values": ids}})
     return {"bool": {"filter": filters}}

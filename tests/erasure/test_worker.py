@@ -8,6 +8,7 @@ import random
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -58,10 +59,16 @@ def cluster(settings) -> Elasticsearch:
 
 
 def users_documents(es: Elasticsearch, settings, user: User, kind: str) -> int:
-    query = {"bool": {"filter": [{"term": {"user_id": str(user.pk)}}]}}
-    index = f"{settings.ATLAS_ES_INDEX_PREFIX}-{kind}"
+    """How many of ``user``'s documents of ``kind`` (a memory type, or archive) the cluster
+    holds: the memory types share one index."""
+    filters: list[dict[str, Any]] = [{"term": {"user_id": str(user.pk)}}]
+    if kind == "archive":
+        index = f"{settings.ATLAS_ES_INDEX_PREFIX}-archive"
+    else:
+        index = f"{settings.ATLAS_ES_INDEX_PREFIX}-memories"
+        filters.append({"term": {"memory_type": kind}})
     es.indices.refresh(index=index)
-    return int(es.count(index=index, query=query)["count"])
+    return int(es.count(index=index, query={"bool": {"filter": filters}})["count"])
 
 
 def wait_for(condition, timeout_s: float, what: str):
@@ -146,7 +153,8 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
     for kind in (*TYPES, "archive"):
         assert users_documents(es, settings, alice, kind) == 0
     assert users_documents(es, settings, bob, "semantic") == 20
-    assert es.count(index=f"{settings.ATLAS_ES_INDEX_PREFIX}-catalog")["count"] >= 1
+    catalog = {"term": {"memory_type": "catalog"}}
+    assert es.count(index=f"{settings.ATLAS_ES_INDEX_PREFIX}-memories", query=catalog)["count"] >= 1
     assert done.receipt["idempotency_records_deleted"] == 1
     assert erasure_worker.starts == 2
 
