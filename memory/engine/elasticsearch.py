@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import random
 import threading
 import time
@@ -54,6 +55,7 @@ from memory.query import lexical_terms
 
 Json = dict[str, Any]
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +125,24 @@ class ElasticsearchBackend(MemoryBackend):
                     raise EngineError(f"Elasticsearch could not create an index: {exc}") from exc
             except TransportError as exc:
                 raise EngineError(f"Elasticsearch could not create an index: {exc}") from exc
+        old = self.old_layout_indices()
+        if old:
+            logger.warning(
+                "Memories are still in the per-type indices %s, which recall no longer reads: "
+                "run `python manage.py es_layout_migrate` (deploy/README.md).",
+                ", ".join(old),
+            )
+
+    def old_layout_indices(self) -> list[str]:
+        """The per-type indices of the layout before 2026-11-30 that still exist."""
+        names = ",".join(f"{self.config.index_prefix}-{kind}" for kind in OLD_LAYOUT_KINDS)
+        found = _call(
+            "list indices",
+            lambda: self._writer.indices.get(
+                index=names, ignore_unavailable=True, allow_no_indices=True
+            ),
+        )
+        return sorted(found.body)
 
     def migrate_per_type_indices(self, *, delete_old: bool = False) -> list[LayoutMove]:
         """Copy the documents of the older per-type indices (``<prefix>-episodic``,

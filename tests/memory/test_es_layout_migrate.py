@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 from io import StringIO
@@ -12,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from elasticsearch import Elasticsearch
 
-from memory.engine.elasticsearch import _load_template
+from memory.engine.elasticsearch import ElasticsearchBackend, _load_template
 from memory.engine.types import PERSONAL_TYPES, MemoryDoc, ReadScope
 from memory.services.common import backend, embedder
 from memory.services.recall import memory_recall
@@ -61,8 +62,10 @@ def test_per_type_indices_move_into_the_shared_index(es, settings, acme, alice):
     # Written since the upgrade, then found in the old index too: the newer one is kept.
     newer = old["semantic"][0]
     store = backend()
+    assert isinstance(store, ElasticsearchBackend)
     store.write([_with_text(newer, "Sarah's bike lives in the green shed now")])
 
+    assert store.old_layout_indices() == sorted(f"{prefix}-{kind}" for kind in old)
     out = StringIO()
     call_command("es_layout_migrate", stdout=out)
 
@@ -87,6 +90,20 @@ def test_per_type_indices_move_into_the_shared_index(es, settings, acme, alice):
     assert {t: counts[t] for t in PERSONAL_TYPES} == {"episodic": 7, "semantic": 1, "procedural": 1}
     call_command("es_layout_migrate", stdout=(last := StringIO()))
     assert "nothing to migrate" in last.getvalue()
+    assert store.old_layout_indices() == []
+
+
+def test_a_process_starting_on_the_old_layout_says_what_to_run(es, settings, caplog):
+    prefix = settings.ATLAS_ES_INDEX_PREFIX = f"{es.index_prefix}-old{uuid.uuid4().hex[:6]}"
+    client = Elasticsearch(es.url, basic_auth=(es.username, es.password))
+    client.indices.create(index=f"{prefix}-semantic")
+    config = dataclasses.replace(es, index_prefix=prefix)
+
+    with caplog.at_level("WARNING", logger="memory.engine.elasticsearch"):
+        ElasticsearchBackend(config=config, dims=embedder().dims).ensure_ready()
+
+    assert f"per-type indices {prefix}-semantic" in caplog.text
+    assert "manage.py es_layout_migrate" in caplog.text
 
 
 def test_the_embedded_backend_has_nothing_to_migrate(settings, tmp_path):
@@ -97,6 +114,4 @@ def test_the_embedded_backend_has_nothing_to_migrate(settings, tmp_path):
 
 
 def _with_text(doc: MemoryDoc, text: str) -> Any:
-    import dataclasses
-
     return dataclasses.replace(doc, text=text, version=doc.version + 1)
