@@ -273,6 +273,9 @@ ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # sooner once this many documents wait (memory/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)
 ATLAS_USAGE_FLUSH_BATCH = env.int("ATLAS_USAGE_FLUSH_BATCH", default=200)
+# Recall statistics (the dashboard's latency histogram) are counted in memory and written at
+# most this often (seconds), by the recall that finds them due (memory/services/recall_stats.py).
+ATLAS_RECALL_STATS_FLUSH_S = env.float("ATLAS_RECALL_STATS_FLUSH_S", default=1.0)
 ATLAS_MAX_MEMORY_CHARS = env.int("ATLAS_MAX_MEMORY_CHARS", default=8000)
 ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", default=0.1)
 

@@ -75,5 +75,8 @@ def bump_usage(docs: list[MemoryDoc]) -> None:
 
 
 def drain() -> None:
-    """Flush pending usage now and make it visible (tests and shutdown)."""
+    """Flush pending usage (made visible) and recall statistics now (tests and shutdown)."""
+    from memory.services.recall_stats import recall_stats_flush
+
     _buffer.flush(refresh=True)
+    recall_stats_flush()

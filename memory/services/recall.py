@@ -27,7 +27,7 @@ from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
 from memory.services.common import backend, clean_text, embedder, store_errors
 from memory.services.common import now as clock_now
-from memory.services.recall_stats import recall_stat_record
+from memory.services.recall_stats import recall_stat_note
 from tenants.models import User
 
 LEGS = ("lexical", "dense")
@@ -186,7 +186,7 @@ def memory_recall(
     took_ms = _since(started)
     if track_usage:
         bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
-        recall_stat_record(tenant_id=user.tenant_id, took_ms=took_ms, at=clock_now())
+        recall_stat_note(tenant_id=user.tenant_id, took_ms=took_ms, at=clock_now())
     return RecallResult(
         hits=hits,
         legs=[leg for leg in LEGS if leg in legs],

@@ -1,11 +1,24 @@
-"""Recall statistics: one upsert per recall into the tenant's hourly latency histogram."""
+"""Recall statistics: the tenant's hourly latency histogram, counted in memory and written in
+batches.
+
+A recall only notes its latency (``recall_stat_note``). Whichever recall finds the batch older
+than ``ATLAS_RECALL_STATS_FLUSH_S`` writes it: one upsert per (tenant, hour, bucket) for every
+recall noted since, instead of one statement per recall. The write happens on a request thread
+(no background writer holding a database connection); ``recall_stats_flush`` writes what is
+pending now (``bookkeeping.drain``, process exit). A process that dies loses at most one
+interval of counts: a metric, not anyone's data.
+"""
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import logging
+import threading
+import time
 from datetime import datetime
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 
 from memory.models import LATENCY_BOUNDS_MS, OVERFLOW_MS, RecallStat
@@ -14,10 +27,13 @@ log = logging.getLogger(__name__)
 
 # One statement on PostgreSQL and SQLite alike: insert the bucket or add to it.
 _UPSERT = """
-    INSERT INTO {table} (tenant_id, hour, le_ms, "count", total_ms) VALUES (%s, %s, %s, 1, %s)
+    INSERT INTO {table} (tenant_id, hour, le_ms, "count", total_ms) VALUES (%s, %s, %s, %s, %s)
     ON CONFLICT (tenant_id, hour, le_ms)
-    DO UPDATE SET "count" = {table}."count" + 1, total_ms = {table}.total_ms + excluded.total_ms
+    DO UPDATE SET "count" = {table}."count" + excluded."count",
+                  total_ms = {table}.total_ms + excluded.total_ms
 """
+
+Bucket = tuple[int, datetime, int]  # tenant, hour, upper bound (ms)
 
 
 def latency_bucket(took_ms: float) -> int:
@@ -26,18 +42,76 @@ def latency_bucket(took_ms: float) -> int:
     return LATENCY_BOUNDS_MS[index] if index < len(LATENCY_BOUNDS_MS) else OVERFLOW_MS
 
 
-def recall_stat_record(*, tenant_id: int, took_ms: float, at: datetime) -> None:
-    """Count one recall of ``tenant_id`` that took ``took_ms`` (at ``at``, an aware time).
+class _Pending:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: dict[Bucket, list[float]] = {}  # bucket -> [count, total ms]
+        self.since = time.monotonic()
 
-    A metric, not a change to anyone's data, so no audit event. A failure is logged and never
-    fails the recall.
-    """
-    hour = at.replace(minute=0, second=0, microsecond=0)
+    def add(self, bucket: Bucket, took_ms: float) -> dict[Bucket, list[float]]:
+        """Count one recall; returns the batch to write when it is due (else empty)."""
+        with self.lock:
+            entry = self.counts.setdefault(bucket, [0, 0.0])
+            entry[0] += 1
+            entry[1] += took_ms
+            if time.monotonic() - self.since < settings.ATLAS_RECALL_STATS_FLUSH_S:
+                return {}
+            return self._take()
+
+    def take(self) -> dict[Bucket, list[float]]:
+        with self.lock:
+            return self._take()
+
+    def _take(self) -> dict[Bucket, list[float]]:
+        batch, self.counts, self.since = self.counts, {}, time.monotonic()
+        return batch
+
+
+_pending = _Pending()
+
+
+def recall_stat_note(*, tenant_id: int, took_ms: float, at: datetime) -> None:
+    """Count one recall of ``tenant_id`` that took ``took_ms`` (at ``at``, an aware time); the
+    count reaches the database with the next batch. Never fails the recall."""
+    batch = _pending.add(_bucket(tenant_id, took_ms, at), took_ms)
+    if batch:
+        _write(batch)
+
+
+def recall_stats_flush() -> None:
+    """Write every pending count now."""
+    batch = _pending.take()
+    if batch:
+        _write(batch)
+
+
+def recall_stat_record(*, tenant_id: int, took_ms: float, at: datetime) -> None:
+    """Count one recall and write it at once (one statement)."""
+    _write({_bucket(tenant_id, took_ms, at): [1, took_ms]})
+
+
+def _bucket(tenant_id: int, took_ms: float, at: datetime) -> Bucket:
+    return tenant_id, at.replace(minute=0, second=0, microsecond=0), latency_bucket(took_ms)
+
+
+def _write(batch: dict[Bucket, list[float]]) -> None:
+    """A metric, not a change to anyone's data, so no audit event. A failure is logged."""
     sql = _UPSERT.format(table=connection.ops.quote_name(RecallStat._meta.db_table))
-    params = (tenant_id, hour, latency_bucket(took_ms), took_ms)
+    rows = [
+        (tenant, hour, le_ms, int(n), total) for (tenant, hour, le_ms), (n, total) in batch.items()
+    ]
     try:
-        # No savepoint: recall runs outside any transaction, and this stays one query.
+        # No savepoint: recall runs outside any transaction, and this stays one round of
+        # statements.
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.executemany(sql, rows)
     except DatabaseError:
-        log.exception("recall statistics not recorded")
+        log.exception("recall statistics not recorded", extra={"buckets": len(rows)})
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    try:
+        recall_stats_flush()
+    except Exception:  # the interpreter is going away; the database may be too
+        log.warning("recall statistics lost at exit", exc_info=True)

@@ -280,6 +280,27 @@ def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
     assert all(h.doc.text == written[h.doc.id] for h in hits)  # whole documents
 
 
+@pytest.mark.parametrize("engine", ["embedded"], indirect=True)
+def test_recall_statistics_are_written_in_batches(people, settings, django_assert_num_queries):
+    from memory.models import RecallStat
+    from memory.services.recall_stats import recall_stats_flush
+
+    fact(people.alice, "The spare key is under the blue pot")
+    recall_stats_flush()
+    counted = RecallStat.objects.filter(tenant=people.acme)
+    settings.ATLAS_RECALL_STATS_FLUSH_S = 3600
+    with django_assert_num_queries(0):  # the counts wait in memory: no statement per recall
+        for _ in range(3):
+            memory_recall(user=people.alice, query="where is the spare key?")
+
+    assert sum(counted.values_list("count", flat=True)) == 0  # noted, not written yet
+    bookkeeping.drain()
+    assert sum(counted.values_list("count", flat=True)) == 3
+    settings.ATLAS_RECALL_STATS_FLUSH_S = 0  # due at once: the recall writes its batch
+    memory_recall(user=people.alice, query="where is the spare key?")
+    assert sum(counted.values_list("count", flat=True)) == 4
+
+
 def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
     from memory.services.common import embedder
     from memory.services.writes import memory_turn_record

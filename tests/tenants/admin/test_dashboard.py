@@ -74,6 +74,7 @@ def test_recalls_are_counted_per_tenant_with_latency_percentiles(
     for _ in range(3):
         memory_recall(user=alice, query="tea")
     memory_recall(user=charlie, query="tea")
+    bookkeeping.drain()  # the counts are written in batches (memory/services/recall_stats.py)
 
     summary = recall_stats(tenant=acme)
     page = acme_client.get(board(acme)).content.decode()

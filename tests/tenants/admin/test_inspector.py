@@ -119,6 +119,7 @@ def rows(page: str) -> list[dict[str, str]]:
 
 
 def test_search_runs_a_real_recall_as_the_user_and_shows_how(seeded, alice, acme_client):
+    bookkeeping.drain()  # the turns' recall statistics, written in a batch
     recalls_before = sum(RecallStat.objects.values_list("count", flat=True))  # the turns'
 
     response = acme_client.get(url("recall", alice), {"q": "Lumio Hub v2 wifi", "k": 5})
