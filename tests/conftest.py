@@ -171,6 +171,14 @@ def auditor_client(acme_auditor: Operator) -> Client:
 
 
 @pytest.fixture(autouse=True)
+def _no_recall_stats_from_other_tests() -> None:
+    """Recall statistics wait in memory between batches; a test starts without another's."""
+    from memory.services.recall_stats import recall_stats_discard
+
+    recall_stats_discard()
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

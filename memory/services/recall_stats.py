@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from memory.models import LATENCY_BOUNDS_MS, OVERFLOW_MS, RecallStat
+from tenants.models import Tenant
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +49,15 @@ class _Pending:
         self.counts: dict[Bucket, list[float]] = {}  # bucket -> [count, total ms]
         self.since = time.monotonic()
 
-    def add(self, bucket: Bucket, took_ms: float) -> dict[Bucket, list[float]]:
-        """Count one recall; returns the batch to write when it is due (else empty)."""
+    def add(self, bucket: Bucket, took_ms: float, *, may_write: bool) -> dict[Bucket, list[float]]:
+        """Count one recall; returns the batch to write when it is due and ``may_write``
+        (else empty: the counts wait for a later recall)."""
         with self.lock:
             entry = self.counts.setdefault(bucket, [0, 0.0])
             entry[0] += 1
             entry[1] += took_ms
-            if time.monotonic() - self.since < settings.ATLAS_RECALL_STATS_FLUSH_S:
-                return {}
-            return self._take()
+            due = time.monotonic() - self.since >= settings.ATLAS_RECALL_STATS_FLUSH_S
+            return self._take() if due and may_write else {}
 
     def take(self) -> dict[Bucket, list[float]]:
         with self.lock:
@@ -72,8 +73,12 @@ _pending = _Pending()
 
 def recall_stat_note(*, tenant_id: int, took_ms: float, at: datetime) -> None:
     """Count one recall of ``tenant_id`` that took ``took_ms`` (at ``at``, an aware time); the
-    count reaches the database with the next batch. Never fails the recall."""
-    batch = _pending.add(_bucket(tenant_id, took_ms, at), took_ms)
+    count reaches the database with the next batch. Never fails the recall.
+
+    A recall inside someone's transaction never writes the batch: other tenants' counts must
+    not ride on (or roll back with) a transaction they are not part of."""
+    may_write = not connection.in_atomic_block
+    batch = _pending.add(_bucket(tenant_id, took_ms, at), took_ms, may_write=may_write)
     if batch:
         _write(batch)
 
@@ -83,6 +88,11 @@ def recall_stats_flush() -> None:
     batch = _pending.take()
     if batch:
         _write(batch)
+
+
+def recall_stats_discard() -> None:
+    """Drop the pending counts unwritten (a test's counts must not outlive its tenants)."""
+    _pending.take()
 
 
 def recall_stat_record(*, tenant_id: int, took_ms: float, at: datetime) -> None:
@@ -97,6 +107,15 @@ def _bucket(tenant_id: int, took_ms: float, at: datetime) -> Bucket:
 def _write(batch: dict[Bucket, list[float]]) -> None:
     """A metric, not a change to anyone's data, so no audit event. A failure is logged."""
     sql = _UPSERT.format(table=connection.ops.quote_name(RecallStat._meta.db_table))
+    try:
+        # Only tenants that (still) exist: a count must never fail a foreign key at commit.
+        live = set(Tenant.objects.filter(pk__in={b[0] for b in batch}).values_list("pk", flat=True))
+    except DatabaseError:
+        log.exception("recall statistics not recorded", extra={"buckets": len(batch)})
+        return
+    batch = {bucket: counts for bucket, counts in batch.items() if bucket[0] in live}
+    if not batch:
+        return
     rows = [
         (tenant, hour, le_ms, int(n), total) for (tenant, hour, le_ms), (n, total) in batch.items()
     ]

@@ -235,8 +235,10 @@ def test_usage_of_repeated_recalls_is_written_as_one_batch(people, monkeypatch):
         return original(self, bumps, refresh=refresh)
 
     monkeypatch.setattr(type(store), "record_usage", spy)
-    for _ in range(3):
-        memory_recall(user=people.alice, query="where is the spare key?")
+    # Hold the flush lock so the background flusher's next tick cannot split the batch.
+    with bookkeeping._buffer._flush_lock:
+        for _ in range(3):
+            memory_recall(user=people.alice, query="where is the spare key?")
     bookkeeping.drain()
 
     assert calls == [{memo.id: 3}]
@@ -280,25 +282,37 @@ def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
     assert all(h.doc.text == written[h.doc.id] for h in hits)  # whole documents
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("engine", ["embedded"], indirect=True)
 def test_recall_statistics_are_written_in_batches(people, settings, django_assert_num_queries):
     from memory.models import RecallStat
-    from memory.services.recall_stats import recall_stats_flush
 
     fact(people.alice, "The spare key is under the blue pot")
-    recall_stats_flush()
     counted = RecallStat.objects.filter(tenant=people.acme)
     settings.ATLAS_RECALL_STATS_FLUSH_S = 3600
     with django_assert_num_queries(0):  # the counts wait in memory: no statement per recall
         for _ in range(3):
             memory_recall(user=people.alice, query="where is the spare key?")
 
-    assert sum(counted.values_list("count", flat=True)) == 0  # noted, not written yet
-    bookkeeping.drain()
-    assert sum(counted.values_list("count", flat=True)) == 3
-    settings.ATLAS_RECALL_STATS_FLUSH_S = 0  # due at once: the recall writes its batch
-    memory_recall(user=people.alice, query="where is the spare key?")
+    assert sum(counted.values_list("count", flat=True)) == 0
+    settings.ATLAS_RECALL_STATS_FLUSH_S = 0  # due: the next recall writes the whole batch
+    with django_assert_num_queries(2):  # which tenants exist; one upsert for every bucket
+        memory_recall(user=people.alice, query="where is the spare key?")
     assert sum(counted.values_list("count", flat=True)) == 4
+
+
+@pytest.mark.parametrize("engine", ["embedded"], indirect=True)
+def test_a_recall_inside_a_transaction_leaves_the_batch_pending(people, settings):
+    from django.db import transaction
+
+    from memory.models import RecallStat
+
+    settings.ATLAS_RECALL_STATS_FLUSH_S = 0  # due at once, yet not written from in here
+    with transaction.atomic():
+        memory_recall(user=people.alice, query="where is the spare key?")
+    assert not RecallStat.objects.filter(tenant=people.acme).exists()
+    bookkeeping.drain()
+    assert RecallStat.objects.get(tenant=people.acme).count == 1
 
 
 def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
