@@ -14,12 +14,11 @@ and settings live in ``deploy/elasticsearch/templates``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import random
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,8 +78,7 @@ LEXICAL_FIELDS = ["text", "text.exact", "name^0.5", "description^0.3", "trigger^
 UPDATE_RETRIES = 20
 MS_PER_DAY = 86_400_000
 MAX_KNN_CANDIDATES = 10_000
-# Clients bound to users' scoped keys, most recently used kept (building one costs ~1 ms).
-READER_CACHE_SIZE = 1024
+READER_CACHE_SIZE = 1024  # scoped-key clients kept, most recently used (one costs ~1 ms)
 
 # "true" refreshes the written shard at once, so the very next recall sees the write without
 # waiting for the periodic refresh (``wait_for`` would add up to a second per write).
@@ -99,8 +97,10 @@ class ElasticsearchBackend(MemoryBackend):
         self.config = config
         self.dims = dims
         self._writer = Cluster(config).client
-        self._readers: OrderedDict[tuple[str, str], Elasticsearch] = OrderedDict()
-        self._readers_lock = threading.Lock()
+        # Clients bound to users' scoped keys, kept per key (id and secret: a rotated key gets a
+        # new one) so a request does not rebuild a client's ~90 namespace objects. options()
+        # shares the writer's connection pool; only the auth header differs.
+        self._reader_for = functools.lru_cache(maxsize=READER_CACHE_SIZE)(self._with_key)
 
     # --- setup ---------------------------------------------------------------------------------
     def ensure_ready(self) -> None:
@@ -532,21 +532,11 @@ class ElasticsearchBackend(MemoryBackend):
             return self._writer
         if scope.credentials is None:
             raise EngineError("A dls read scope needs the user's API key credentials.")
-        # options() shares the writer's connection pool; only the auth header differs. The
-        # client is kept per key (id and secret: a rotated key gets a new one), so a request
-        # does not rebuild its ~90 namespace objects.
-        key = (scope.credentials.id, scope.credentials.secret)
-        with self._readers_lock:
-            client = self._readers.get(key)
-            if client is not None:
-                self._readers.move_to_end(key)
-                return client
-        client = self._writer.options(api_key=key)
-        with self._readers_lock:
-            self._readers[key] = client
-            while len(self._readers) > READER_CACHE_SIZE:
-                self._readers.popitem(last=False)
+        client: Elasticsearch = self._reader_for(scope.credentials.id, scope.credentials.secret)
         return client
+
+    def _with_key(self, key_id: str, secret: str) -> Elasticsearch:
+        return self._writer.options(api_key=(key_id, secret))
 
     def _search(self, scope: ReadScope, types: Iterable[str], body: Json) -> Json:
         client = self._reader(scope)

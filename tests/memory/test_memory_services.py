@@ -315,6 +315,26 @@ def test_a_recall_inside_a_transaction_leaves_the_batch_pending(people, settings
     assert RecallStat.objects.get(tenant=people.acme).count == 1
 
 
+@pytest.mark.parametrize("engine", ["es-dls"], indirect=True)
+def test_a_kept_reader_of_a_rotated_key_is_refused_by_the_cluster(people):
+    """Readers are kept per scoped key; after a rotation the new key reads, and the old key's
+    kept reader fails closed (the cluster refuses it), never falling back to the writer."""
+    from memory.engine.base import EngineError
+    from tenants.services.scoped_keys import scoped_key_rotate
+
+    memo = fact(people.alice, "The spare key is under the blue pot")
+    old_scope = user_read_scope(people.alice)
+    assert backend().get_many(old_scope, [memo.id])  # the old key's reader, now kept
+
+    scoped_key_rotate(user=people.alice)
+
+    new_scope = user_read_scope(people.alice)
+    assert new_scope.credentials != old_scope.credentials
+    assert [d.id for d in backend().get_many(new_scope, [memo.id])] == [memo.id]
+    with pytest.raises(EngineError):
+        backend().get_many(old_scope, [memo.id])
+
+
 def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
     from memory.services.common import embedder
     from memory.services.writes import memory_turn_record
