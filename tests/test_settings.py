@@ -88,3 +88,33 @@ def test_the_served_app_imports_in_a_fresh_interpreter(tmp_path, module):
 
     assert result.returncode == 0, result.stderr
     assert "StrictJSONParser" in result.stdout
+
+
+POOL_PROBE = """
+import django; django.setup()
+from django.db import connection
+pids = []
+for _ in range(6):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pids.append(cursor.fetchone()[0])
+    connection.close()  # what Django does at the end of every ASGI request
+print(connection.pool is not None, len(set(pids)))
+"""
+
+
+@pytest.mark.parametrize(("pool_max", "pooled"), [("1", True), ("0", False)])
+def test_postgresql_connections_are_pooled_across_requests(tmp_path, pool_max, pooled):
+    from tests.conftest import service_missing
+
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        service_missing("PostgreSQL (DATABASE_URL)")
+
+    result = boot(tmp_path, POOL_PROBE, ATLAS_DB_POOL_MIN="1", ATLAS_DB_POOL_MAX=pool_max)
+
+    assert result.returncode == 0, result.stderr
+    is_pooled, backends = result.stdout.split()
+    assert is_pooled == str(pooled)
+    # Six "requests": pooled (one connection at most), they all reuse it; unpooled, each
+    # opened a connection (a new server process) of its own.
+    assert int(backends) == (1 if pooled else 6)
