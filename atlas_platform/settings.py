@@ -167,6 +167,10 @@ ATLAS_ES_INDEX_PREFIX = env.str("ATLAS_ES_INDEX_PREFIX", default="atlas")
 ATLAS_ES_TIMEOUT_S = env.float("ATLAS_ES_TIMEOUT_S", default=10.0)
 # Tokens: not used for longer than this many seconds without a bump of last_used_at.
 ATLAS_TOKEN_LAST_USED_RESOLUTION_S = env.int("ATLAS_TOKEN_LAST_USED_RESOLUTION_S", default=60)
+# How long a process keeps a user's scoped cluster key (memory.scoping.ScopedKeyCache); the
+# cluster still refuses a rotated or invalidated key, and the read then renews it. 0: read the
+# key row on every request.
+ATLAS_SCOPED_KEY_CACHE_S = env.float("ATLAS_SCOPED_KEY_CACHE_S", default=60.0)
 ATLAS_KEY_ROTATION_DAYS_DEFAULT = env.int("ATLAS_KEY_ROTATION_DAYS_DEFAULT", default=90)
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")

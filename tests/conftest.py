@@ -179,6 +179,14 @@ def _no_recall_stats_from_other_tests() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_scoped_keys_from_other_tests() -> None:
+    """Processes keep users' scoped keys for a while; a test starts with none kept."""
+    from memory.scoping import scoped_keys
+
+    scoped_keys.clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from elasticsearch import (
     ApiError,
+    AuthenticationException,
     ConflictError,
     Elasticsearch,
     NotFoundError,
@@ -340,10 +341,11 @@ class ElasticsearchBackend(MemoryBackend):
         if not legs:
             return results
         searches = [part for _, head, body in legs for part in (head, body)]
-        client = self._reader(scope)
         started = time.perf_counter()
-        response = _call(
-            "recall", lambda: client.msearch(searches=searches, max_concurrent_searches=len(legs))
+        response = self._read(
+            scope,
+            "recall",
+            lambda client: client.msearch(searches=searches, max_concurrent_searches=len(legs)),
         )
         results.took_ms = (time.perf_counter() - started) * 1000.0
         for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
@@ -538,10 +540,25 @@ class ElasticsearchBackend(MemoryBackend):
     def _with_key(self, key_id: str, secret: str) -> Elasticsearch:
         return self._writer.options(api_key=(key_id, secret))
 
+    def _read(self, scope: ReadScope, what: str, call: Callable[[Elasticsearch], T]) -> T:
+        """Run a read as the scope's credential. A key the cluster does not know (401: rotated
+        or invalidated since the scope kept it) is renewed from the database once; a user left
+        without a live key is refused by ``renew``, and a second refusal fails the read."""
+        try:
+            return call(self._reader(scope))
+        except AuthenticationException as exc:
+            renewed = scope.renewed()
+            if renewed is None:
+                raise EngineError(f"Elasticsearch could not {what}: {exc}") from exc
+            return _call(what, lambda: call(self._reader(renewed)))
+        except (ApiError, TransportError) as exc:
+            raise EngineError(f"Elasticsearch could not {what}: {exc}") from exc
+
     def _search(self, scope: ReadScope, types: Iterable[str], body: Json) -> Json:
-        client = self._reader(scope)
         index, routing = self._indices(types), _scope_routing(scope)
-        response = _call("search", lambda: client.search(index=index, routing=routing, **body))
+        response = self._read(
+            scope, "search", lambda client: client.search(index=index, routing=routing, **body)
+        )
         result: Json = response.body
         return result
 

@@ -6,6 +6,7 @@ Backends store and return ``MemoryDoc``; they never see Django models.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -130,12 +131,23 @@ class ReadScope:
     ``isolation`` ``dls``: the Elasticsearch backend runs the read with ``credentials`` (the
     user's scoped key) so the cluster enforces it. Every backend ALWAYS adds its own tenant/user
     filters as well, in both modes.
+
+    ``renew``, when set, returns the user's current credentials read afresh (or raises when
+    there are none): the backend calls it once when the cluster rejects ``credentials``, which
+    may be a kept copy of a key rotated since.
     """
 
     tenant_id: str
     user_id: str | None
     isolation: Literal["dls", "filter"] = "filter"
     credentials: ApiKeyCredentials | None = None
+    renew: Callable[[], ApiKeyCredentials] | None = field(default=None, compare=False, repr=False)
+
+    def renewed(self) -> ReadScope | None:
+        """This scope with freshly read credentials; None if it cannot renew them."""
+        if self.renew is None:
+            return None
+        return dataclasses.replace(self, credentials=self.renew())
 
 
 @dataclass(frozen=True)

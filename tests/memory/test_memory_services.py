@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -328,11 +329,58 @@ def test_a_kept_reader_of_a_rotated_key_is_refused_by_the_cluster(people):
 
     scoped_key_rotate(user=people.alice)
 
-    new_scope = user_read_scope(people.alice)
-    assert new_scope.credentials != old_scope.credentials
-    assert [d.id for d in backend().get_many(new_scope, [memo.id])] == [memo.id]
+    stale = dataclasses.replace(old_scope, renew=None)  # a scope that cannot renew its key
     with pytest.raises(EngineError):
-        backend().get_many(old_scope, [memo.id])
+        backend().get_many(stale, [memo.id])
+    # The kept key is renewed from the database once the cluster refuses it.
+    assert [d.id for d in backend().get_many(old_scope, [memo.id])] == [memo.id]
+    assert user_read_scope(people.alice).credentials != old_scope.credentials
+
+
+@pytest.mark.parametrize("engine", ["es-dls"], indirect=True)
+def test_a_kept_scoped_key_saves_the_key_lookup_and_follows_a_rotation(
+    people, django_assert_num_queries
+):
+    from tenants.services.scoped_keys import scoped_key_rotate
+
+    memo = fact(people.alice, "The spare key is under the blue pot")
+    first = user_read_scope(people.alice)
+    with django_assert_num_queries(0):  # the key row is not read again
+        kept = user_read_scope(people.alice)
+    assert kept.credentials == first.credentials
+
+    scoped_key_rotate(user=people.alice)  # in another process, say: nothing tells this cache
+
+    found = memory_recall(user=people.alice, query="where is the spare key?")
+    assert [h.doc.id for h in found.hits] == [memo.id]
+    renewed, current = user_read_scope(people.alice).credentials, people.alice.current_key()
+    assert renewed is not None and current is not None
+    assert renewed.id == current.key_id
+
+
+@pytest.mark.parametrize("engine", ["es-dls"], indirect=True)
+def test_a_kept_key_of_a_user_left_without_one_fails_closed(people):
+    from memory.errors import MemoryStoreUnavailable
+    from tenants.services.scoped_keys import scoped_key_invalidate
+
+    fact(people.alice, "The spare key is under the blue pot")
+    memory_recall(user=people.alice, query="where is the spare key?")  # the key is now kept
+
+    scoped_key_invalidate(key=people.alice.current_key())
+
+    with pytest.raises(MemoryStoreUnavailable) as refused:
+        memory_recall(user=people.alice, query="where is the spare key?")
+    assert refused.value.code == "no_scoped_key"
+
+
+@pytest.mark.parametrize("engine", ["es-dls"], indirect=True)
+def test_without_key_caching_every_scope_reads_the_key_row(
+    people, settings, django_assert_num_queries
+):
+    settings.ATLAS_SCOPED_KEY_CACHE_S = 0
+    user_read_scope(people.alice)
+    with django_assert_num_queries(1):
+        user_read_scope(people.alice)
 
 
 def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
