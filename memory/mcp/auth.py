@@ -119,7 +119,8 @@ class BearerAuth:
             bad_host = AtlasValidationError("Invalid Host header.", code="bad_host")
             await _refuse(bad_host, rid, send)
             return
-        resolve = sync_to_async(_resolve_in_request, thread_sensitive=True)
+        # In a worker thread, not Django's one shared sync thread (see ``tools.call``).
+        resolve = sync_to_async(_resolve_in_request, thread_sensitive=False)
         try:
             token, user = await resolve(_header(scope, "authorization"), external_id)
         except AtlasError as exc:

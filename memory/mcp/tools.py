@@ -57,10 +57,15 @@ def _in_request(service: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
 async def call(
     ctx: Context, service: Callable[..., Any], shape: Callable[[Any], dict[str, Any]], **kwargs: Any
 ) -> CallToolResult:
-    """Call ``service`` for the request's user on Django's sync thread, as the token's actor;
-    domain errors come back as tool errors."""
+    """Call ``service`` for the request's user in a worker thread, as the token's actor;
+    domain errors come back as tool errors.
+
+    Not ``thread_sensitive``: outside Django's own request handling that would run every tool
+    call of the process on one shared thread, one after the other. A service holds no state in
+    its thread between calls (``_in_request`` gives it a healthy connection and closes it), so
+    concurrent calls may run in parallel, as Django's requests do."""
     identity = identity_of(ctx)
-    run = sync_to_async(_in_request, thread_sensitive=True)
+    run = sync_to_async(_in_request, thread_sensitive=False)
     try:
         with acting_as(identity.actor), request_id(identity.request_id):
             result = await run(service, {"user": identity.user, **kwargs})

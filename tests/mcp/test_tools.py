@@ -267,3 +267,39 @@ def test_a_tenant_token_acts_for_the_user_named_in_the_path(
     assert bobs["memories"] == []
     event = AuditEvent.objects.get(action="memory.write")
     assert event.subject_user_id == alice.pk and event.actor_type == "token"
+
+
+def test_concurrent_tool_calls_run_in_parallel_not_one_after_another(
+    atlas_server: str, acme: Tenant, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two recalls that each wait for the other can only both finish if the server runs them
+    at the same time (on one shared thread the first would wait out the barrier's timeout)."""
+    import threading
+
+    import anyio
+
+    from memory.mcp import tools
+    from memory.services.recall import memory_recall
+
+    both_inside = threading.Barrier(2, timeout=10)
+
+    def meeting_recall(**kwargs: Any) -> Any:
+        both_inside.wait()
+        return memory_recall(**kwargs)
+
+    monkeypatch.setattr(tools, "memory_recall", meeting_recall)
+    token = issue(acme, alice)
+    results: list[Any] = []
+
+    async def one() -> None:
+        async with mcp_session(_own(atlas_server), token) as session:
+            results.append(await session.call_tool("recall_memory", {"query": "rowing"}))
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(one)
+            group.start_soon(one)
+
+    run(scenario)
+    assert len(results) == 2
+    assert not any(r.is_error for r in results), [payload(r) for r in results]
