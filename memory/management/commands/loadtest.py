@@ -9,6 +9,10 @@ Each client loops for ``--seconds``: a recall, and every ``--turn-every``-th req
 Reports p50/p95/p99 latency, requests per second and errors per client count. Traffic goes only
 to the URL given (use loopback). Figures, not assertions.
 
+``--protocol mcp`` sends the same load as MCP tool calls (``recall_memory`` / ``record_turn``,
+JSON-RPC POSTs to ``/api/atlas/mcp/<user>``; the endpoint is stateless, so no session set-up):
+a JSON-RPC error or a tool error counts as an error.
+
 The client side is a minimal HTTP/1.1 keep-alive client on asyncio streams (one connection per
 simulated client), not a general-purpose library: on a 2-core machine the load generator shares
 the CPU with the server it measures, and a general client spent ~3.5 ms of CPU per request.
@@ -39,7 +43,7 @@ QUESTIONS = [
 
 
 class Command(BaseCommand):
-    help = "Drive concurrent REST recalls and turns against a live server; print latency figures."
+    help = "Drive concurrent recalls and turns (REST or MCP) against a live server; print figures."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--url", default="http://127.0.0.1:8000")
@@ -48,6 +52,7 @@ class Command(BaseCommand):
         parser.add_argument("--clients", default="1,8,32")
         parser.add_argument("--seconds", type=float, default=10.0)
         parser.add_argument("--turn-every", type=int, default=5)
+        parser.add_argument("--protocol", choices=["rest", "mcp"], default="rest")
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument(
             "--seed", type=int, default=0, help="create a load user with N memories"
@@ -78,6 +83,7 @@ class Command(BaseCommand):
         url = urlsplit(options["url"])
         if url.scheme != "http" or not url.hostname:
             raise CommandError("--url must be http://host:port (the load test speaks plain HTTP).")
+        request = McpCalls(url.path, options["user"]) if options["protocol"] == "mcp" else None
         base = f"{url.path.rstrip('/')}/api/v1/users/{options['user']}"
         samples: dict[str, list[float]] = {"recall": [], "turn": []}
         errors: list[str] = []
@@ -85,7 +91,9 @@ class Command(BaseCommand):
 
         async def worker(n: int) -> None:
             rng = random.Random(n)  # noqa: S311 - load pattern, not secrets
-            connection = KeepAlive(url.hostname or "", url.port or 80, options["token"])
+            connection = KeepAlive(
+                url.hostname or "", url.port or 80, options["token"], mcp=request is not None
+            )
             count = 0
             try:
                 while time.perf_counter() < deadline:
@@ -97,6 +105,8 @@ class Command(BaseCommand):
                         else {"query": rng.choice(QUESTIONS), "k": 10}
                     )
                     path = f"{base}/turns" if kind == "turn" else f"{base}/recall"
+                    if request is not None:
+                        path, body = request.call(kind, body, count)
                     started = time.perf_counter()
                     try:
                         status, text = await connection.post(path, body)
@@ -104,7 +114,7 @@ class Command(BaseCommand):
                         errors.append(repr(exc))
                         await connection.close()
                     else:
-                        if status >= 400:
+                        if status >= 400 or (request is not None and McpCalls.failed(text)):
                             errors.append(f"{status} {text[:120]}")
                     samples[kind].append((time.perf_counter() - started) * 1000.0)
             finally:
@@ -139,13 +149,36 @@ class Command(BaseCommand):
         self.stdout.write(f"--user {user.external_id} --token {issued.secret}")
 
 
+class McpCalls:
+    """The load's recalls and turns as MCP ``tools/call`` requests for one user."""
+
+    TOOLS = {"recall": "recall_memory", "turn": "record_turn"}
+
+    def __init__(self, url_path: str, user: str) -> None:
+        self.path = f"{url_path.rstrip('/')}/api/atlas/mcp/{user}"
+
+    def call(self, kind: str, arguments: dict[str, Any], n: int) -> tuple[str, dict[str, Any]]:
+        params = {"name": self.TOOLS[kind], "arguments": arguments}
+        return self.path, {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+    @staticmethod
+    def failed(text: str) -> bool:
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            return True
+        return "error" in answer or bool(answer.get("result", {}).get("isError"))
+
+
 class KeepAlive:
     """One HTTP/1.1 connection that POSTs JSON and reads each response whole; reopened on
     demand after an error or a server that closes it."""
 
-    def __init__(self, host: str, port: int, token: str) -> None:
+    def __init__(self, host: str, port: int, token: str, *, mcp: bool = False) -> None:
         self.host, self.port = host, port
         self.headers = f"Host: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+        if mcp:  # the streamable HTTP transport wants both; its answers here are plain JSON
+            self.headers += "Accept: application/json, text/event-stream\r\n"
         self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
