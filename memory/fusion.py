@@ -61,3 +61,40 @@ def leg_confidence(hits: list[LegHit], *, depth: int = CONFIDENCE_DEPTH) -> floa
     top = hits[0].score
     floor = hits[depth - 1].score if len(hits) >= depth else 0.0
     return min(1.0, max(0.0, (top - floor) / top))
+
+
+def credit_successors(legs: dict[str, list[LegHit]]) -> dict[str, list[LegHit]]:
+    """The legs with every superseded fact's hit given to the fact that replaced it.
+
+    A question about a slot ("what version is my phone on?") matches the old value's wording as
+    well as the new one's, often better (the old fact was said more often, or in the question's
+    words); the old fact is not an answer, but its match is evidence for its successor. So a
+    superseded hit counts as a hit of its successor at the same rank and score, unless the
+    successor already holds a better one in that leg. A chain is followed as far as the legs'
+    hits show it (A replaced by B, B by C: A's hit goes to C if B is among the hits, else to B,
+    which recall then drops as superseded). Legs of a recall that excludes superseded facts
+    only; the hit carries no document (recall reads the successor's).
+    """
+    successor = {
+        hit.id: hit.superseded_by for hits in legs.values() for hit in hits if hit.superseded_by
+    }
+
+    def current(doc_id: str) -> str:
+        seen = {doc_id}
+        while doc_id in successor and successor[doc_id] not in seen:
+            doc_id = successor[doc_id]
+            seen.add(doc_id)
+        return doc_id
+
+    credited: dict[str, list[LegHit]] = {}
+    for leg, hits in legs.items():
+        taken: set[str] = set()
+        out = []
+        for hit in hits:
+            if hit.superseded_by:
+                hit = LegHit(id=current(hit.id), score=hit.score, rank=hit.rank)
+            if hit.id not in taken:
+                taken.add(hit.id)
+                out.append(hit)
+        credited[leg] = out
+    return credited

@@ -88,7 +88,13 @@ _REFRESH = "true"
 # parsed to drop its vector); fusion needs nothing more, and recall then reads just the
 # documents it returns (``get_many``). Reading 80 full hits per leg cost about a third of the
 # cluster's CPU per recall (docs/performance.md).
-_IDS_ONLY: Json = {"_source": False, "stored_fields": "_none_", "docvalue_fields": ["id"]}
+# A leg's hits carry ids only, and for a superseded fact (legs that include them) the id of the
+# fact that replaced it: recall credits the successor with the match (memory.fusion).
+_LEG_FIELDS: Json = {
+    "_source": False,
+    "stored_fields": "_none_",
+    "docvalue_fields": ["id", "superseded_by"],
+}
 
 
 class ElasticsearchBackend(MemoryBackend):
@@ -352,7 +358,12 @@ class ElasticsearchBackend(MemoryBackend):
             if "error" in answer:
                 raise EngineError(f"Elasticsearch failed the {leg} leg: {answer['error']}")
             hits = [
-                LegHit(id=h["fields"]["id"][0], score=float(h["_score"]), rank=n)
+                LegHit(
+                    id=h["fields"]["id"][0],
+                    score=float(h["_score"]),
+                    rank=n,
+                    superseded_by=(h["fields"].get("superseded_by") or [None])[0],
+                )
                 for n, h in enumerate(answer["hits"]["hits"], start=1)
             ]
             setattr(results, leg, hits)
@@ -693,7 +704,7 @@ def _lexical_body(query: LegQuery, filters: list[Json]) -> Json:
     terms = " ".join(lexical_terms(query.text))
     match = {"multi_match": {"query": terms, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
     scored = _signals({"bool": {"must": [match], "filter": filters}}, query.ranking, query.now)
-    return {"size": query.size, "track_total_hits": False, **_IDS_ONLY, "query": scored}
+    return {"size": query.size, "track_total_hits": False, **_LEG_FIELDS, "query": scored}
 
 
 def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Json:
@@ -712,7 +723,7 @@ def _dense_body(query: LegQuery, vector: list[float], filters: list[Json]) -> Js
     return {
         "size": query.size,
         "track_total_hits": False,
-        **_IDS_ONLY,
+        **_LEG_FIELDS,
         "query": _signals(knn, query.ranking, query.now),
     }
 

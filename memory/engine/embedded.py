@@ -593,5 +593,6 @@ def _hits(candidates: list[Candidate], docs: dict[int, MemoryDoc], query: LegQue
     ]
     scored.sort(key=lambda pair: -pair[0])
     return [
-        LegHit(id=doc.id, score=score, rank=n, doc=doc) for n, (score, doc) in enumerate(scored, 1)
+        LegHit(id=doc.id, score=score, rank=n, doc=doc, superseded_by=doc.superseded_by)
+        for n, (score, doc) in enumerate(scored, 1)
     ]

@@ -193,6 +193,7 @@ class LegHit:
     score: float  # after the ranking signals
     rank: int  # 1-based within its leg
     doc: MemoryDoc | None = None
+    superseded_by: str | None = None  # the fact that replaced it (legs that include superseded)
 
 
 @dataclass

@@ -31,6 +31,7 @@ class Ablation:
     apply_decay: bool = True
     time_hints: bool = True
     lexical_weight: float | None = None  # None: the configured weighting
+    succession: bool = True
 
 
 ABLATIONS = (
@@ -42,6 +43,7 @@ ABLATIONS = (
     Ablation("no_time_hints", time_hints=False),
     Ablation("equal_weights", lexical_weight=1.0),  # plain RRF, as in the source design
     Ablation("fixed_weight", lexical_weight=0.5),  # the fixed lexical weight used before
+    Ablation("no_succession", succession=False),  # superseded facts' hits not credited
 )
 
 
@@ -90,6 +92,7 @@ def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> A
         apply_decay=ablation.apply_decay,
         time_hints=ablation.time_hints,
         lexical_weight=ablation.lexical_weight,
+        succession=ablation.succession,
         track_usage=False,
         now=persona.now,
     )

@@ -21,7 +21,7 @@ from memory.engine.types import (
     ReadScope,
     RecallFilter,
 )
-from memory.fusion import Fused, leg_confidence, rrf
+from memory.fusion import Fused, credit_successors, leg_confidence, rrf
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
@@ -84,6 +84,7 @@ def memory_recall(
     time_hints: bool = True,
     now: datetime | None = None,
     lexical_weight: float | None = None,
+    succession: bool = True,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
@@ -95,6 +96,13 @@ def memory_recall(
     leg by its own confidence for this query (``memory.fusion.leg_confidence``): a flat BM25
     ranking, common words matched all over, counts for little (docs/recall-quality.md has the
     measurements).
+
+    A superseded fact's match counts for the fact that replaced it (``succession``,
+    ``memory.fusion.credit_successors``): the legs search superseded facts too, and fusion
+    gives each such hit to its successor, so "which version is my phone on now?" finds the new
+    version through the old fact's wording. Superseded facts are still never returned unless
+    ``include_superseded``; not done within an explicit ``since`` / ``until`` range (the
+    successor may lie outside it).
 
     ``vector`` is the query's embedding when the caller already holds it (a turn embeds the
     same words to store them), so it is not computed twice. The platform's own reads
@@ -115,6 +123,8 @@ def memory_recall(
     moment = now or clock_now()
     types = _types(memory_types)
     window = parse_time_window(query, moment) if time_hints and not (since or until) else None
+    # Not within an explicit time range: the successor may lie outside it.
+    credit = succession and not include_superseded and since is None and until is None
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
@@ -129,7 +139,7 @@ def memory_recall(
             filter=RecallFilter(
                 memory_types=types,
                 include_catalog=include_catalog,
-                include_superseded=include_superseded,
+                include_superseded=include_superseded or credit,
                 since=since,
                 until=until,
             ),
@@ -150,6 +160,8 @@ def memory_recall(
             fusion_legs.update(lexical_time=windowed.lexical, dense_time=windowed.dense)
         timings["legs_ms"] = _since(mark)
     mark = time.perf_counter()
+    if credit:
+        fusion_legs = credit_successors(fusion_legs)
     excluded = set(exclude_ids)
     if lexical_weight is None:
         lexical_weight = settings.ATLAS_RECALL_LEXICAL_WEIGHT

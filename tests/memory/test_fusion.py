@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.engine.types import LegHit
-from memory.fusion import CONFIDENCE_DEPTH, leg_confidence, rrf
+from memory.fusion import CONFIDENCE_DEPTH, credit_successors, leg_confidence, rrf
 from memory.query import lexical_terms
 
 
@@ -40,6 +40,43 @@ def test_a_towering_top_hit_outweighs_a_flat_legs_best_in_the_fusion() -> None:
     for lexical, expected in ((towering, 1.0 - 1.0 / 20.0), (flat, (5.0 - 4.91) / 5.0)):
         fused = rrf({"lexical": lexical}, weights={"lexical": leg_confidence(lexical)})
         assert fused[0].score == pytest.approx(expected / 31)
+
+
+def test_a_superseded_hit_is_credited_to_its_successor_at_its_rank() -> None:
+    legs = {
+        "lexical": [
+            LegHit(id="old", score=9.0, rank=1, superseded_by="new"),
+            LegHit(id="other", score=5.0, rank=2),
+            LegHit(id="new", score=2.0, rank=3),
+        ],
+        "dense": [
+            LegHit(id="new", score=0.8, rank=1),
+            LegHit(id="old", score=0.7, rank=2, superseded_by="new"),
+        ],
+    }
+    credited = credit_successors(legs)
+    assert [(h.id, h.rank, h.score) for h in credited["lexical"]] == [
+        ("new", 1, 9.0),
+        ("other", 2, 5.0),
+    ]
+    # the successor's own better hit stays; the old fact's is dropped
+    assert [(h.id, h.rank) for h in credited["dense"]] == [("new", 1)]
+    assert all(h.doc is None and h.superseded_by is None for h in credited["lexical"])
+
+
+def test_a_chain_is_followed_as_far_as_the_hits_show_it() -> None:
+    legs = {
+        "lexical": [
+            LegHit(id="a", score=3.0, rank=1, superseded_by="b"),
+            LegHit(id="x", score=2.0, rank=2, superseded_by="y"),
+        ],
+        "dense": [LegHit(id="b", score=0.9, rank=1, superseded_by="c")],
+    }
+    credited = credit_successors(legs)
+    # a -> b -> c (b's link is in the dense leg); x -> y (y's own successor, if any, unseen)
+    assert [h.id for h in credited["lexical"]] == ["c", "y"]
+    assert [h.id for h in credited["dense"]] == ["c"]
+    assert credit_successors({"dense": [LegHit(id="d", score=1.0, rank=1)]})["dense"][0].id == "d"
 
 
 @pytest.mark.parametrize(

@@ -82,6 +82,35 @@ def test_a_chain_walks_both_ways(people):
     assert memory_get(user=people.alice, memory_id=b.id).superseded_by == c.id
 
 
+def test_a_superseded_facts_match_counts_for_the_fact_that_replaced_it(people):
+    # Only the old fact holds the question's rare word; the new one says the same thing in
+    # other words. Recall gives the old fact's match to its successor and never returns it.
+    old = fact(people.alice, "Sam's laptop runs Zorblax OS 3")
+    new = fact(people.alice, "Sam upgraded: the machine is on version 4 now", supersedes=[old.id])
+    fact(people.alice, "Sam's laptop has a cracked screen")
+    fact(people.alice, "Sam's phone runs Android 14")
+    question = "which Zorblax OS does the laptop run?"
+
+    found = memory_recall(user=people.alice, query=question, k=3)
+    assert found.hits[0].doc.id == new.id
+    assert found.hits[0].leg_ranks["lexical"] == 1  # the old fact's lexical hit, credited
+    assert old.id not in {h.doc.id for h in found.hits}
+
+    for plain in (
+        memory_recall(user=people.alice, query=question, k=3, succession=False),
+        # within an explicit time range the successor may lie outside it: no credit
+        memory_recall(
+            user=people.alice, query=question, k=3, since=datetime.now(UTC) - timedelta(days=1)
+        ),
+    ):
+        ranks = {h.doc.id: h.leg_ranks for h in plain.hits}
+        assert old.id not in ranks
+        assert "lexical" not in ranks.get(new.id, {})
+    # asked for the history, the old fact is itself a hit, and keeps its own match
+    history = memory_recall(user=people.alice, query=question, k=3, include_superseded=True)
+    assert history.hits[0].doc.id == old.id
+
+
 # --- visibility and exact tokens --------------------------------------------------------------
 SAME_TURN = [
     ("My gym locker code is 4417", "what is my gym locker code?"),
