@@ -119,6 +119,9 @@ DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # its connection after every request, and a fresh one costs a TCP handshake, SCRAM
 # authentication and a forked server process (docs/performance.md measured ~10 % of the
 # server's CPU per request). ATLAS_DB_POOL_MAX=0 turns the pool off.
+# Threads serving Django's requests in each server process (atlas_platform/asgi.py); requests
+# beyond them wait their turn. Each may hold a pooled database connection while it runs.
+ATLAS_HTTP_THREADS = env.int("ATLAS_HTTP_THREADS", default=16)
 ATLAS_DB_POOL_MIN = env.int("ATLAS_DB_POOL_MIN", default=2)
 ATLAS_DB_POOL_MAX = env.int("ATLAS_DB_POOL_MAX", default=16)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and ATLAS_DB_POOL_MAX > 0:

@@ -13,7 +13,7 @@ wsgi_app = "atlas_platform.asgi:application"
 worker_class = "uvicorn_worker.UvicornWorker"  # the maintained successor of uvicorn.workers
 bind = os.environ.get("ATLAS_BIND", "0.0.0.0:8000")
 
-# Recall and writes are CPU work (embedding) on each worker's Django thread, with
+# Recall and writes are CPU work (embedding) on each worker's request threads, with
 # ATLAS_EMBEDDER_THREADS (default 2) per embedding: about one worker per two cores fills the box.
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, (os.cpu_count() or 2) // 2)))
 

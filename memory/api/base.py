@@ -37,6 +37,12 @@ class PayloadTooLarge(exceptions.APIException):
     default_detail = "The request body is too large."
 
 
+class LengthRequired(exceptions.APIException):
+    status_code = status.HTTP_411_LENGTH_REQUIRED
+    default_code = "length_required"
+    default_detail = "Send the request body with a Content-Length header."
+
+
 class _Replay(Exception):
     """Raised to answer a retried write with its stored response."""
 
@@ -47,7 +53,13 @@ class _Replay(Exception):
 
 
 def check_body_size(request: Request) -> None:
-    """Refuse a body over ``ATLAS_MAX_REQUEST_BYTES`` before anything reads it."""
+    """Refuse a body over ``ATLAS_MAX_REQUEST_BYTES`` before anything reads it, and a chunked
+    body (no length): Django reads a request's body up to its Content-Length only, so it would
+    otherwise be taken for an empty one and refused for fields it does carry."""
+    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+        raise LengthRequired(
+            "Chunked request bodies are not accepted: send the body with a Content-Length header."
+        )
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

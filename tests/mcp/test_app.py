@@ -41,6 +41,58 @@ def test_django_still_serves_the_admin_its_static_files_and_health(atlas_server:
     assert health.json() == {"status": "ok"}
 
 
+def test_rest_requests_are_served_in_parallel(
+    atlas_server: str, acme: Tenant, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Django runs on a pool of threads: two recalls that wait for each other both finish."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory.api import views
+    from memory.services.recall import memory_recall
+
+    both_inside = threading.Barrier(2, timeout=10)
+
+    def meeting_recall(**kwargs: Any) -> Any:
+        both_inside.wait()
+        return memory_recall(**kwargs)
+
+    monkeypatch.setattr(views, "memory_recall", meeting_recall)
+    token = issue(acme, alice)
+
+    def recall(_: int) -> httpx2.Response:
+        return httpx2.post(
+            f"{atlas_server}/api/v1/users/{alice.external_id}/recall",
+            json={"query": "rowing"},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(recall, range(2)))
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+
+
+def test_a_chunked_or_oversized_rest_body_is_refused_with_the_error_shape(
+    atlas_server: str, acme: Tenant, alice: User, settings: Any
+) -> None:
+    url = f"{atlas_server}/api/v1/users/{alice.external_id}/recall"
+    headers = {"Authorization": f"Bearer {issue(acme, alice)}"}
+
+    def chunks() -> Any:  # a generator body goes out chunked, without a Content-Length
+        yield b'{"query": "rowing"}'
+
+    chunked = httpx2.post(url, content=chunks(), headers=headers, timeout=30)
+    assert chunked.status_code == 411
+    assert chunked.json()["error"]["code"] == "length_required"
+    assert "Content-Length" in chunked.json()["error"]["message"]
+
+    settings.ATLAS_MAX_REQUEST_BYTES = 64
+    big = httpx2.post(url, json={"query": "rowing " * 20}, headers=headers, timeout=30)
+    assert big.status_code == 413
+    assert big.json()["error"]["code"] == "request_too_large"
+
+
 def test_the_endpoint_answers_without_a_trailing_slash_and_attributes_the_request(
     atlas_server: str, acme: Tenant, alice: User
 ) -> None:
