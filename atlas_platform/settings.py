@@ -198,7 +198,12 @@ CELERY_BEAT_SCHEDULE = {
     "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
 }
 
-LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.
+LOG_LEVEL = str(env.str("LOG_LEVEL", default="INFO")).upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL={LOG_LEVEL!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL (any case)."
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

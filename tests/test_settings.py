@@ -118,3 +118,18 @@ def test_postgresql_connections_are_pooled_across_requests(tmp_path, pool_max, p
     # Six "requests": pooled (one connection at most), they all reuse it; unpooled, each
     # opened a connection (a new server process) of its own.
     assert int(backends) == (1 if pooled else 6)
+
+
+def test_log_level_takes_any_case_and_refuses_an_unknown_level(tmp_path):
+    """gunicorn reads the same LOG_LEVEL in lower case; Django's logging wants upper case."""
+    code = (
+        "import django; django.setup(); from django.conf import settings; print(settings.LOG_LEVEL)"
+    )
+
+    lower = boot(tmp_path, code=code, LOG_LEVEL="warning")
+    unknown = boot(tmp_path, code=code, LOG_LEVEL="loud")
+
+    assert lower.returncode == 0, lower.stderr
+    assert lower.stdout.split() == ["WARNING"]
+    assert unknown.returncode != 0
+    assert "LOG_LEVEL='LOUD'" in unknown.stderr and "WARNING" in unknown.stderr
