@@ -108,15 +108,19 @@ class Command(BaseCommand):
                     if request is not None:
                         path, body = request.call(kind, body, count)
                     started = time.perf_counter()
+                    failed_to_connect = False
                     try:
                         status, text = await connection.post(path, body)
                     except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
                         errors.append(repr(exc))
                         await connection.close()
+                        failed_to_connect = True
                     else:
                         if status >= 400 or (request is not None and McpCalls.failed(text)):
                             errors.append(f"{status} {text[:120]}")
                     samples[kind].append((time.perf_counter() - started) * 1000.0)
+                    if failed_to_connect:
+                        await asyncio.sleep(0.1)  # a server that is down: no busy loop
             finally:
                 await connection.close()
 
