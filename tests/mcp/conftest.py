@@ -100,3 +100,17 @@ def payload(result: CallToolResult) -> dict[str, Any]:
     if not result.is_error:
         assert json.loads(text.text) == data
     return data
+
+
+def recalls_meet_in_pairs(monkeypatch: pytest.MonkeyPatch, caller: Any) -> None:
+    """Make ``caller.memory_recall`` wait until a second recall is inside it too: two recalls
+    then finish only if they run at the same time (one after another, the first times out)."""
+    from memory.services.recall import memory_recall
+
+    both_inside = threading.Barrier(2, timeout=10)
+
+    def meeting_recall(**kwargs: Any) -> Any:
+        both_inside.wait()
+        return memory_recall(**kwargs)
+
+    monkeypatch.setattr(caller, "memory_recall", meeting_recall)

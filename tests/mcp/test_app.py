@@ -9,7 +9,7 @@ import pytest
 
 from memory.mcp.app import mcp_route
 from tenants.models import AuditEvent, Tenant, User
-from tests.mcp.conftest import issue, mcp_session, payload, run
+from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pairs, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,19 +45,11 @@ def test_rest_requests_are_served_in_parallel(
     atlas_server: str, acme: Tenant, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Django runs on a pool of threads: two recalls that wait for each other both finish."""
-    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from memory.api import views
-    from memory.services.recall import memory_recall
 
-    both_inside = threading.Barrier(2, timeout=10)
-
-    def meeting_recall(**kwargs: Any) -> Any:
-        both_inside.wait()
-        return memory_recall(**kwargs)
-
-    monkeypatch.setattr(views, "memory_recall", meeting_recall)
+    recalls_meet_in_pairs(monkeypatch, views)
     token = issue(acme, alice)
 
     def recall(_: int) -> httpx2.Response:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tenants.models import AuditEvent, PlatformToken, Tenant, User
-from tests.mcp.conftest import issue, mcp_session, payload, run
+from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pairs, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -274,20 +274,11 @@ def test_concurrent_tool_calls_run_in_parallel_not_one_after_another(
 ) -> None:
     """Two recalls that each wait for the other can only both finish if the server runs them
     at the same time (on one shared thread the first would wait out the barrier's timeout)."""
-    import threading
-
     import anyio
 
     from memory.mcp import tools
-    from memory.services.recall import memory_recall
 
-    both_inside = threading.Barrier(2, timeout=10)
-
-    def meeting_recall(**kwargs: Any) -> Any:
-        both_inside.wait()
-        return memory_recall(**kwargs)
-
-    monkeypatch.setattr(tools, "memory_recall", meeting_recall)
+    recalls_meet_in_pairs(monkeypatch, tools)
     token = issue(acme, alice)
     results: list[Any] = []
 
