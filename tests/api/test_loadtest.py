@@ -55,3 +55,18 @@ def test_refused_requests_count_as_errors(live_server, store, alice, tmp_path):
 def test_only_plain_http_urls_are_accepted(store, alice_token, tmp_path):
     with pytest.raises(CommandError, match="http://host:port"):
         load("https://127.0.0.1:1", alice_token, tmp_path)
+
+
+def test_a_server_that_is_down_counts_errors_without_a_busy_loop(store, alice_token, tmp_path):
+    import socket
+
+    with socket.socket() as closed:  # a free port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+
+    run = load(f"http://127.0.0.1:{port}", alice_token, tmp_path)
+
+    assert run["requests"] > 0 and run["errors"] == run["requests"]
+    assert "ConnectionRefusedError" in run["error_samples"][0]
+    # 2 clients for 1 s, each waiting 0.1 s after a refused connection: about 20, not thousands.
+    assert run["requests"] <= 40
