@@ -95,11 +95,6 @@ def recall_stats_discard() -> None:
     _pending.take()
 
 
-def recall_stat_record(*, tenant_id: int, took_ms: float, at: datetime) -> None:
-    """Count one recall and write it at once (one statement)."""
-    _write({_bucket(tenant_id, took_ms, at): [1, took_ms]})
-
-
 def _bucket(tenant_id: int, took_ms: float, at: datetime) -> Bucket:
     return tenant_id, at.replace(minute=0, second=0, microsecond=0), latency_bucket(took_ms)
 

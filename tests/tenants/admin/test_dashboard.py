@@ -15,7 +15,7 @@ from memory import bookkeeping
 from memory.models import OVERFLOW_MS, RecallStat
 from memory.selectors import histogram_percentile, recall_stats
 from memory.services.recall import memory_recall
-from memory.services.recall_stats import latency_bucket, recall_stat_record
+from memory.services.recall_stats import latency_bucket, recall_stat_note, recall_stats_flush
 from memory.services.writes import memory_turn_record, memory_write
 from tenants.admin import dashboard
 from tenants.models import ScopedKey, User
@@ -86,12 +86,14 @@ def test_recalls_are_counted_per_tenant_with_latency_percentiles(
     assert "Recall latency per day" in page and "p95" in page
 
 
-def test_recording_a_recall_is_one_upsert_per_bucket(acme, django_assert_num_queries):
+def test_recording_recalls_is_one_upsert_per_bucket(acme, settings, django_assert_num_queries):
+    settings.ATLAS_RECALL_STATS_FLUSH_S = 3600  # the counts wait for the flush below
     at = datetime(2026, 5, 1, 10, 42, tzinfo=UTC)
-    with django_assert_num_queries(2):  # the tenant still exists; the upsert
-        recall_stat_record(tenant_id=acme.pk, took_ms=7.0, at=at)
-    recall_stat_record(tenant_id=acme.pk, took_ms=9.0, at=at + timedelta(minutes=5))
-    recall_stat_record(tenant_id=acme.pk, took_ms=60_000.0, at=at)
+    recall_stat_note(tenant_id=acme.pk, took_ms=7.0, at=at)
+    recall_stat_note(tenant_id=acme.pk, took_ms=9.0, at=at + timedelta(minutes=5))
+    recall_stat_note(tenant_id=acme.pk, took_ms=60_000.0, at=at)
+    with django_assert_num_queries(2):  # the tenant still exists; the upserts, in one batch
+        recall_stats_flush()
 
     rows = {r.le_ms: r for r in RecallStat.objects.filter(tenant=acme)}
 
