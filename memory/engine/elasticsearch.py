@@ -36,6 +36,7 @@ from elasticsearch import (
 
 from atlas_platform.cluster import Cluster, ClusterConfig
 from memory.engine.base import Conflict, EngineError, MemoryBackend, usage_changes
+from memory.engine.refresh import GroupRefresh
 from memory.engine.types import (
     MEMORY_TYPES,
     PERSONAL_TYPES,
@@ -81,9 +82,10 @@ MS_PER_DAY = 86_400_000
 MAX_KNN_CANDIDATES = 10_000
 READER_CACHE_SIZE = 1024  # scoped-key clients kept, most recently used (one costs ~1 ms)
 
-# "true" refreshes the written shard at once, so the very next recall sees the write without
-# waiting for the periodic refresh (``wait_for`` would add up to a second per write).
-_REFRESH = "true"
+# Writes index without refreshing, then wait for a shared refresh (memory.engine.refresh), so
+# the very next recall sees them without waiting for the periodic refresh (``wait_for`` would
+# add up to a second per write) and concurrent writers pay for one refresh, not one each.
+_NO_REFRESH = "false"
 # Recall's legs return ids only (from doc values: no stored fields are read, no _source is
 # parsed to drop its vector); fusion needs nothing more, and recall then reads just the
 # documents it returns (``get_many``). Reading 80 full hits per leg cost about a third of the
@@ -108,6 +110,7 @@ class ElasticsearchBackend(MemoryBackend):
         # new one) so a request does not rebuild a client's ~90 namespace objects. options()
         # shares the writer's connection pool; only the auth header differs.
         self._reader_for = functools.lru_cache(maxsize=READER_CACHE_SIZE)(self._with_key)
+        self._refreshes = GroupRefresh(self._refresh_index)
 
     # --- setup ---------------------------------------------------------------------------------
     def ensure_ready(self) -> None:
@@ -220,8 +223,9 @@ class ElasticsearchBackend(MemoryBackend):
             operations += [{"index": meta}, doc.to_source()]
         response = _call(
             "write documents",
-            lambda: self._writer.bulk(operations=operations, refresh=_REFRESH),
+            lambda: self._writer.bulk(operations=operations, refresh=_NO_REFRESH),
         )
+        self._refreshes.after_write(op["index"]["_index"] for op in operations[::2])
         if response.get("errors"):
             failures = [
                 f"{item['index'].get('_id')}: {item['index']['error']}"
@@ -246,7 +250,7 @@ class ElasticsearchBackend(MemoryBackend):
                     document=updated.to_source(),
                     if_seq_no=seq_no,
                     if_primary_term=primary_term,
-                    refresh=_REFRESH,
+                    refresh=_NO_REFRESH,
                 )
             except ConflictError:
                 # Jitter so that writers who lost together do not collide again.
@@ -254,6 +258,7 @@ class ElasticsearchBackend(MemoryBackend):
                 continue
             except (ApiError, TransportError) as exc:
                 raise EngineError(f"Elasticsearch could not update {doc.id}: {exc}") from exc
+            self._refreshes.after_write([index])
             return updated
         raise Conflict(f"{doc.id} kept changing under {UPDATE_RETRIES} attempts to update it")
 
@@ -281,10 +286,10 @@ class ElasticsearchBackend(MemoryBackend):
             return 0
         response = _call(
             "record usage",
-            lambda: self._writer.bulk(
-                operations=operations, refresh="true" if refresh else "false"
-            ),
+            lambda: self._writer.bulk(operations=operations, refresh=_NO_REFRESH),
         )
+        if refresh:
+            self._refreshes.after_write(op["index"]["_index"] for op in operations[::2])
         changed = 0
         for bump, item in zip(batch, response["items"], strict=True):
             status = item["index"].get("status", 500)
@@ -300,7 +305,7 @@ class ElasticsearchBackend(MemoryBackend):
                 index=self._index(doc.memory_type),
                 id=doc.id,
                 routing=_routing(doc),
-                refresh=_REFRESH,
+                refresh=_NO_REFRESH,
             )
         except NotFoundError as exc:
             if _error_body(exc).get("result") == "not_found":
@@ -308,6 +313,7 @@ class ElasticsearchBackend(MemoryBackend):
             raise EngineError(f"Elasticsearch could not delete {doc.id}: {exc}") from exc
         except (ApiError, TransportError) as exc:
             raise EngineError(f"Elasticsearch could not delete {doc.id}: {exc}") from exc
+        self._refreshes.after_write([self._index(doc.memory_type)])
         return True
 
     # --- reads (scope filters always; the user's key under dls) --------------------------------
@@ -484,8 +490,9 @@ class ElasticsearchBackend(MemoryBackend):
         ]
         response = _call(
             "delete documents",
-            lambda: self._writer.bulk(operations=operations, refresh=_REFRESH),
+            lambda: self._writer.bulk(operations=operations, refresh=_NO_REFRESH),
         )
+        self._refreshes.after_write([index])
         deleted, failures = [], []
         for item in response["items"]:
             outcome = item["delete"]
@@ -536,6 +543,11 @@ class ElasticsearchBackend(MemoryBackend):
         if kind in MEMORY_TYPES:
             return f"{self.config.index_prefix}-{SHARED_INDEX}"
         raise EngineError(f"No index for {kind!r}.")
+
+    def _refresh_index(self, index: str) -> None:
+        shards = _call("refresh", lambda: self._writer.indices.refresh(index=index))["_shards"]
+        if shards.get("failed"):
+            raise EngineError(f"Elasticsearch could not refresh {index}: {shards}")
 
     def _indices(self, types: Iterable[str]) -> list[str]:
         return list(dict.fromkeys(self._index(t) for t in types))

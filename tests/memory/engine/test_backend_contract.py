@@ -92,6 +92,24 @@ def test_a_write_is_visible_to_the_very_next_read(env, tenant):
         assert lexical_ids(legs(env, tenant, "u1", f"zebra{n}"))[:1] == [doc.id]
 
 
+def test_concurrent_writers_each_see_their_write_at_once(env, tenant):
+    found: dict[int, list[str]] = {}
+    docs = {n: make_doc(tenant, "u1", "semantic", f"parcel code quokka{n}") for n in range(8)}
+    start = threading.Barrier(len(docs))
+
+    def write_then_read(n: int) -> None:
+        start.wait()
+        env.backend.write([docs[n]])
+        found[n] = lexical_ids(legs(env, tenant, "u1", f"quokka{n}"))[:1]
+
+    threads = [threading.Thread(target=write_then_read, args=(n,)) for n in docs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found == {n: [doc.id] for n, doc in docs.items()}
+
+
 def test_the_lexical_leg_finds_exact_tokens(env, tenant):
     target = make_doc(
         tenant, "u1", "episodic", "The hub shows ERR_ZB_0x1F after the update", embedding=vec(5)
