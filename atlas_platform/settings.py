@@ -8,6 +8,7 @@ secret may come from a file instead: ``SECRET_KEY_FILE=/run/secrets/atlas_key`` 
 
 from __future__ import annotations
 
+import os
 import secrets
 import warnings
 from pathlib import Path
@@ -168,6 +169,11 @@ ATLAS_ES_PASSWORD = env.str("ATLAS_ES_PASSWORD", default="")
 ATLAS_ES_API_KEY = env.str("ATLAS_ES_API_KEY", default="")
 ATLAS_ES_INDEX_PREFIX = env.str("ATLAS_ES_INDEX_PREFIX", default="atlas")
 ATLAS_ES_TIMEOUT_S = env.float("ATLAS_ES_TIMEOUT_S", default=10.0)
+# The Elasticsearch client opens an OpenTelemetry span around every request unless this says
+# "false" (it is read by each client it builds, so it must be in the environment). With no
+# tracing SDK configured the spans are no-ops that still took ~5% of the server's CPU under load
+# (docs/performance.md). Where traces are collected, set it to "true".
+os.environ.setdefault("OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_ENABLED", "false")
 # Tokens: not used for longer than this many seconds without a bump of last_used_at.
 ATLAS_TOKEN_LAST_USED_RESOLUTION_S = env.int("ATLAS_TOKEN_LAST_USED_RESOLUTION_S", default=60)
 # How long a process keeps a user's scoped cluster key (memory.scoping.ScopedKeyCache); the
@@ -236,7 +242,11 @@ ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")
 # candidate's jar can also be named directly with ATLAS_EMBEDDER_MODEL_PATH.
 ATLAS_MODELS_DIR = env.str("ATLAS_MODELS_DIR", default=str(VAR_DIR / "models"))
 ATLAS_EMBEDDER_MODEL_PATH = env.str("ATLAS_EMBEDDER_MODEL_PATH", default="")
-ATLAS_EMBEDDER_THREADS = env.int("ATLAS_EMBEDDER_THREADS", default=2)
+# onnxruntime threads per embedding. One: a ~12-token query costs 1.9 ms of CPU on one thread
+# and 2.9 ms on two for the same wall time (a 60-word passage: 9 ms vs 11-16 ms of CPU, 2 ms
+# faster on two); a server runs many embeddings at once, so CPU is what it runs out of
+# (docs/performance.md).
+ATLAS_EMBEDDER_THREADS = env.int("ATLAS_EMBEDDER_THREADS", default=1)
 ATLAS_EMBEDDER_URL = env.str("ATLAS_EMBEDDER_URL", default="")
 ATLAS_EMBEDDER_API_KEY = env.str("ATLAS_EMBEDDER_API_KEY", default="")
 ATLAS_EMBEDDER_MODEL = env.str("ATLAS_EMBEDDER_MODEL", default="")
@@ -255,6 +265,8 @@ ATLAS_RERANKER_MODEL_PATH = env.str("ATLAS_RERANKER_MODEL_PATH", default="")
 ATLAS_RERANKER_TOKENIZER_PATH = env.str("ATLAS_RERANKER_TOKENIZER_PATH", default="")
 ATLAS_RERANKER_MAX_TOKENS = env.int("ATLAS_RERANKER_MAX_TOKENS", default=256)
 ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
+# A cross-encoder scores ~80 long pairs inside a latency budget: two threads finish it sooner.
+ATLAS_RERANKER_THREADS = env.int("ATLAS_RERANKER_THREADS", default=2)
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 

@@ -14,7 +14,8 @@ worker_class = "uvicorn_worker.UvicornWorker"  # the maintained successor of uvi
 bind = os.environ.get("ATLAS_BIND", "0.0.0.0:8000")
 
 # Recall and writes are CPU work (embedding) on each worker's request threads, with
-# ATLAS_EMBEDDER_THREADS (default 2) per embedding: about one worker per two cores fills the box.
+# ATLAS_EMBEDDER_THREADS (default 1) per embedding and many requests at once per worker: about
+# one worker per two cores fills the box.
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, (os.cpu_count() or 2) // 2)))
 
 # Not preloaded: the ONNX runtime and the MCP session manager are built per worker, after fork.

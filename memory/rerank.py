@@ -229,7 +229,7 @@ def default_reranker() -> Reranker | None:
             tokenizer_path=settings.ATLAS_RERANKER_TOKENIZER_PATH,
             max_tokens=settings.ATLAS_RERANKER_MAX_TOKENS,
             batch_size=settings.ATLAS_RERANKER_BATCH,
-            threads=settings.ATLAS_EMBEDDER_THREADS,
+            threads=settings.ATLAS_RERANKER_THREADS,
         )
     raise ImproperlyConfigured(
         f"ATLAS_RERANKER must be none, http, es-inference or onnx, not {kind!r}."

@@ -15,7 +15,7 @@ def boot(tmp_path: Path, code: str = "", **env: str) -> subprocess.CompletedProc
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("ATLAS_", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_"))
+        if not k.startswith(("ATLAS_", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_", "OTEL_"))
     }
     clean.update(
         {"ATLAS_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "atlas_platform.settings", **env}
@@ -133,3 +133,21 @@ def test_log_level_takes_any_case_and_refuses_an_unknown_level(tmp_path):
     assert lower.stdout.split() == ["WARNING"]
     assert unknown.returncode != 0
     assert "LOG_LEVEL='LOUD'" in unknown.stderr and "WARNING" in unknown.stderr
+
+
+TRACING_PROBE = """
+import django; django.setup()
+from atlas_platform.cluster import Cluster, ClusterConfig
+client = Cluster(ClusterConfig(url="http://127.0.0.1:9")).client
+print(client._otel.enabled, client.options(api_key=("id", "secret"))._otel.enabled)
+"""
+
+
+def test_the_search_client_traces_only_when_asked(tmp_path):
+    """No-op OpenTelemetry spans around every cluster request cost CPU for nothing."""
+    default = boot(tmp_path, TRACING_PROBE)
+    asked = boot(tmp_path, TRACING_PROBE, OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_ENABLED="true")
+
+    assert default.returncode == 0, default.stderr
+    assert default.stdout.split() == ["False", "False"]  # the writer and a scoped-key reader
+    assert asked.stdout.split() == ["True", "True"]
