@@ -4,6 +4,7 @@ refused request is an error, not a sample of good latency (figures are printed, 
 from __future__ import annotations
 
 import json
+import os
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,21 @@ def test_a_server_that_is_down_counts_errors_without_a_busy_loop(store, alice_to
     assert "ConnectionRefusedError" in run["error_samples"][0]
     # 2 clients for 1 s, each waiting 0.1 s after a refused connection: about 20, not thousands.
     assert run["requests"] <= 40
+
+
+def test_cpu_per_request_is_reported_for_named_processes(
+    live_server, store, alice, alice_token, tmp_path
+):
+    # The live server is a thread of this process: its CPU is this process's.
+    run = load(live_server.url, alice_token, tmp_path, cpu=[f"server={os.getpid()}"])
+
+    assert run["errors"] == 0, run["error_samples"]
+    assert set(run["cpu_ms_per_request"]) == {"server", "client"}
+    # Every request was served (and embedded) by this process: well above nothing.
+    assert run["cpu_ms_per_request"]["server"] > 0.1
+
+
+@pytest.mark.parametrize("spec", ["server", "server=abc", "=12", "server=999999999"])
+def test_a_bad_cpu_process_is_refused(store, alice_token, tmp_path, spec):
+    with pytest.raises(CommandError, match="--cpu"):
+        load("http://127.0.0.1:1", alice_token, tmp_path, cpu=[spec])

@@ -9,6 +9,10 @@ Each client loops for ``--seconds``: a recall, and every ``--turn-every``-th req
 Reports p50/p95/p99 latency, requests per second and errors per client count. Traffic goes only
 to the URL given (use loopback). Figures, not assertions.
 
+``--cpu NAME=PID`` (repeatable; Linux) also reports each named process's CPU time per request
+over the run, and ``client`` for the load generator itself: on one machine the server, the
+cluster and the database share the cores, so CPU per request says who is using them.
+
 ``--protocol mcp`` sends the same load as MCP tool calls (``recall_memory`` / ``record_turn``,
 JSON-RPC POSTs to ``/api/atlas/mcp/<user>``; the endpoint is stateless, so no session set-up):
 a JSON-RPC error or a tool error counts as an error.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import statistics
 import time
@@ -55,6 +60,13 @@ class Command(BaseCommand):
         parser.add_argument("--protocol", choices=["rest", "mcp"], default="rest")
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument(
+            "--cpu",
+            action="append",
+            default=[],
+            metavar="NAME=PID",
+            help="report this process's CPU ms per request (e.g. server=1234, cluster=5678)",
+        )
+        parser.add_argument(
             "--seed", type=int, default=0, help="create a load user with N memories"
         )
 
@@ -64,15 +76,24 @@ class Command(BaseCommand):
             return
         if not options["token"]:
             raise CommandError("Give --token (run with --seed N first to make one).")
+        watched = _watched(options["cpu"])
         runs = []
         for clients in [int(c) for c in options["clients"].split(",") if c.strip()]:
+            before = {name: _cpu_ms(pid) for name, pid in watched.items()}
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 run = runner.run(self._run(options, clients))
+            served = max(run["requests"], 1)
+            run["cpu_ms_per_request"] = {
+                name: round((_cpu_ms(pid) - before[name]) / served, 2)
+                for name, pid in watched.items()
+            }
             runs.append(run)
+            cpu = " ".join(f"{k} {v}" for k, v in run["cpu_ms_per_request"].items())
             self.stdout.write(
                 f"{clients:>3} clients | {run['requests']} requests, {run['errors']} errors | "
                 f"{run['rps']} req/s | p50 {run['p50_ms']} p95 {run['p95_ms']} "
                 f"p99 {run['p99_ms']} ms | recall p95 {run['recall_p95_ms']} ms"
+                + (f" | CPU ms/request: {cpu}" if cpu else "")
             )
         if options["json_path"]:
             Path(options["json_path"]).write_text(
@@ -151,6 +172,28 @@ class Command(BaseCommand):
             raise CommandError("bench did not create its user.")
         issued = token_issue(tenant=user.tenant, user=user, name="loadtest")
         self.stdout.write(f"--user {user.external_id} --token {issued.secret}")
+
+
+def _watched(specs: list[str]) -> dict[str, int]:
+    """``--cpu`` values as {name: pid}, the load generator itself as ``client``."""
+    watched = {}
+    for spec in specs:
+        name, _, pid = spec.partition("=")
+        if not name or not pid.isdigit():
+            raise CommandError(f"--cpu takes NAME=PID, not {spec!r}.")
+        if not Path(f"/proc/{pid}/stat").is_file():
+            raise CommandError(f"--cpu {spec}: no process {pid} (CPU figures need Linux /proc).")
+        watched[name] = int(pid)
+    if watched:
+        watched["client"] = os.getpid()
+    return watched
+
+
+def _cpu_ms(pid: int) -> float:
+    """User + system CPU of a process (all its threads) so far, in milliseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    # After the command name: state is field 3, utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 class McpCalls:
