@@ -425,6 +425,15 @@ def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
     assert queries == []  # the stored episode's vector served the recall
 
 
+def test_a_turn_is_recalled_by_the_very_next_recall(people):
+    from memory.services.writes import memory_turn_record
+
+    for n in range(4):
+        turn = memory_turn_record(user=people.alice, text=f"parcel locker code is kz{n}q")
+        found = memory_recall(user=people.alice, query=f"kz{n}q", k=3)
+        assert [h.doc.id for h in found.hits][:1] == [turn.episode.id]
+
+
 def test_procedural_memories_are_not_decayed(people):
     text = "To reset the router hold the button for ten seconds"
     ancient = timedelta(days=4000)
