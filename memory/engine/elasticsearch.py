@@ -545,6 +545,8 @@ class ElasticsearchBackend(MemoryBackend):
         raise EngineError(f"No index for {kind!r}.")
 
     def _refresh_index(self, index: str) -> None:
+        # The whole index, where ``refresh=true`` on a write touched only the written shards: a
+        # shard with nothing new skips its refresh, so more shards cost little.
         shards = _call("refresh", lambda: self._writer.indices.refresh(index=index))["_shards"]
         if shards.get("failed"):
             raise EngineError(f"Elasticsearch could not refresh {index}: {shards}")
