@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -41,3 +42,39 @@ def scores(ranks: Sequence[int | None]) -> Scores:
 
     mrr = round(sum(1.0 / r for r in ranks if r is not None) / n, 4)
     return Scores(n=n, r1=at(1), r5=at(5), r10=at(10), mrr=mrr)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The full pipeline against another configuration at one cut-off, question by question:
+    ``better`` = found by full only, ``worse`` = found by the other only; ``p`` = the two-sided
+    exact McNemar test of those discordant pairs (1.0 when there are none)."""
+
+    k: int
+    better: int
+    worse: int
+    p: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"k": self.k, "better": self.better, "worse": self.worse, "p": self.p}
+
+
+def mcnemar_exact(better: int, worse: int) -> float:
+    """Two-sided exact McNemar p-value: under "no difference" each discordant question is a
+    fair coin, so the smaller count is binomial(better + worse, 1/2)."""
+    n = better + worse
+    if n == 0:
+        return 1.0
+    tail: float = sum(math.comb(n, i) for i in range(min(better, worse) + 1)) / 2**n
+    return round(min(1.0, 2 * tail), 4)
+
+
+def paired(full: Sequence[int | None], other: Sequence[int | None], k: int) -> Paired:
+    """Compare two runs over the same questions (same order) at cut-off ``k``."""
+
+    def hit(rank: int | None) -> bool:
+        return rank is not None and rank <= k
+
+    better = sum(1 for a, b in zip(full, other, strict=True) if hit(a) and not hit(b))
+    worse = sum(1 for a, b in zip(full, other, strict=True) if hit(b) and not hit(a))
+    return Paired(k=k, better=better, worse=worse, p=mcnemar_exact(better, worse))

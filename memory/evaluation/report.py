@@ -26,6 +26,14 @@ def tables(report: dict[str, Any]) -> list[str]:
         out.extend(_line(name, s) for name, s in full[title].items())
     out.append("ablations (overall)")
     out.extend(_line(name, a["overall"]) for name, a in report["ablations"].items())
+    versus = report.get("versus_full") or {}
+    if versus:
+        out.append("full vs each ablation: questions only full finds +, only the ablation -, (p)")
+        for name, cuts in versus.items():
+            cells = "  ".join(
+                f"R@{c['k']} +{c['better']} -{c['worse']} ({c['p']:.2f})" for c in cuts
+            )
+            out.append(f"  {name:<22} {cells}")
     leak = report["leakage"]
     out.append(f"leakage: {leak['leaks']} leaks in {leak['probes']} cross-user/tenant probes")
     out.extend(f"note: {n}" for n in report.get("notes", []))

@@ -18,7 +18,7 @@ from memory.evaluation.corpus import (
     Persona,
     Question,
 )
-from memory.evaluation.metrics import first_hit_rank, scores
+from memory.evaluation.metrics import KS, first_hit_rank, paired, scores
 
 K = 10
 
@@ -155,6 +155,7 @@ def evaluate(
     return {
         "k": K,
         "ablations": {a.name: _group(rows, a.name) for a in ablations},
+        "versus_full": _versus_full(rows, [a.name for a in ablations]),
         "questions": rows,
         "leakage": {"probes": probes["count"], "leaks": len(leaks), "details": leaks[:50]},
         "timings": timings,
@@ -180,6 +181,19 @@ def _group(rows: Sequence[dict[str, Any]], ablation: str) -> dict[str, Any]:
         "per_persona": of(lambda r: r["persona"]),
         "per_type": of(lambda r: r["type"]),
         "per_kind": of(lambda r: r["kind"]),
+    }
+
+
+def _versus_full(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """Each ablation against the full pipeline, question by question, at each cut-off: how
+    many questions only one of the two finds, and whether that split could be chance."""
+    if "full" not in names:
+        return {}
+    full = [r["ranks"]["full"] for r in rows]
+    return {
+        name: [paired(full, [r["ranks"][name] for r in rows], k).as_dict() for k in KS]
+        for name in names
+        if name != "full"
     }
 
 

@@ -21,7 +21,7 @@ from memory.evaluation.corpus import (
     validate_catalog,
     validate_persona,
 )
-from memory.evaluation.metrics import first_hit_rank, scores
+from memory.evaluation.metrics import first_hit_rank, mcnemar_exact, paired, scores
 from memory.evaluation.overlap import content_terms, overlap, stem
 from memory.evaluation.runner import select_questions
 from memory.query import parse_time_window
@@ -328,3 +328,43 @@ def test_a_playbook_is_embedded_with_its_name_and_trigger() -> None:
         "procedural", "Flip the breaker back.", name="Reset the fuse", trigger="power is out"
     ) == ("Reset the fuse. power is out. Flip the breaker back.")
     assert embedding_text("procedural", "Flip it.", name=None, trigger=" ") == "Flip it."
+
+
+def test_mcnemar_exact_on_hand_examples() -> None:
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(5, 0) == round(2 / 2**5, 4)  # 0.0625
+    # 10 against 2: P(X <= 2) for binomial(12, 1/2) = (1 + 12 + 66) / 4096, doubled.
+    assert mcnemar_exact(10, 2) == round(2 * 79 / 4096, 4) == mcnemar_exact(2, 10)
+
+
+def test_paired_counts_questions_only_one_run_finds() -> None:
+    full = [1, 4, 9, None, 2, None]
+    other = [2, None, 3, 1, 12, None]
+
+    at5 = paired(full, other, 5)
+    at10 = paired(full, other, 10)
+
+    # At 5: full alone finds q2 (4) and q5 (2); the other alone finds q3 (3) and q4 (1).
+    assert (at5.better, at5.worse, at5.p) == (2, 2, 1.0)
+    # At 10: full alone still finds q2 and q5 (the other ranks q5 12th); only q4 is the other's.
+    assert (at10.better, at10.worse) == (2, 1)
+
+
+def test_each_ablation_is_compared_with_full_question_by_question() -> None:
+    from memory.evaluation.runner import _versus_full
+
+    rows = [
+        {"ranks": {"full": 1, "dense_only": 6, "lexical_only": None}},
+        {"ranks": {"full": 3, "dense_only": 2, "lexical_only": None}},
+        {"ranks": {"full": None, "dense_only": 4, "lexical_only": 9}},
+    ]
+
+    versus = _versus_full(rows, ["full", "dense_only", "lexical_only"])
+
+    assert set(versus) == {"dense_only", "lexical_only"}
+    dense = {c["k"]: (c["better"], c["worse"]) for c in versus["dense_only"]}
+    assert dense == {1: (1, 0), 5: (1, 1), 10: (0, 1)}
+    lexical = {c["k"]: (c["better"], c["worse"]) for c in versus["lexical_only"]}
+    assert lexical == {1: (1, 0), 5: (2, 0), 10: (2, 1)}
+    assert _versus_full(rows, ["dense_only"]) == {}
