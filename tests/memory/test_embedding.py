@@ -75,6 +75,17 @@ def test_the_default_is_also_selectable_by_its_candidate_name():
     assert np.allclose(model.embed(["tea"]), default_embedder().embed(["tea"]), atol=1e-6)
 
 
+def test_embeddings_run_on_one_thread_unless_configured(settings):
+    """A server runs many embeddings at once: one thread each costs less CPU."""
+    default = default_embedder()
+    settings.ATLAS_EMBEDDER_THREADS = 2
+    configured = load_embedder("local")
+
+    assert isinstance(default, MiniLMOnnxEmbedder) and isinstance(configured, MiniLMOnnxEmbedder)
+    assert default.session.get_session_options().intra_op_num_threads == 1
+    assert configured.session.get_session_options().intra_op_num_threads == 2
+
+
 def test_int8_compute_gives_the_vectors_of_the_fp32_run(settings, tmp_path):
     """The default runs the package's weights quantised for int8 compute; the same model run
     in fp32 (``minilm-l6-int8``) must give the same vectors for retrieval purposes."""

@@ -109,7 +109,11 @@ def test_settings_select_it_and_missing_files_fail_at_load(counter, settings, tm
     settings.ATLAS_RERANKER_MODEL_PATH = str(counter)
     default_reranker.cache_clear()
     try:
-        assert isinstance(default_reranker(), OnnxCrossEncoderReranker)
+        reranker = default_reranker()
+        assert isinstance(reranker, OnnxCrossEncoderReranker)
+        # Its own thread count (two: a batch of long pairs inside a budget), not the embedder's.
+        assert settings.ATLAS_EMBEDDER_THREADS == 1
+        assert reranker.session.get_session_options().intra_op_num_threads == 2
         settings.ATLAS_RERANKER_MODEL_PATH = str(tmp_path / "nowhere")
         default_reranker.cache_clear()
         with pytest.raises(ImproperlyConfigured):
