@@ -278,13 +278,13 @@ def test_eval_recall_passes_the_gates_on_elasticsearch(es: Any, tmp_path: Path) 
 # --- the method pieces recall uses ------------------------------------------------------------
 def test_rrf_weights_scale_a_legs_contribution() -> None:
     from memory.engine.types import LegHit
-    from memory.fusion import rrf
+    from memory.fusion import RRF_RANK_CONSTANT, rrf
 
     legs = {"lexical": [LegHit("a", 9.0, 1)], "dense": [LegHit("b", 0.9, 2)]}
     assert [f.id for f in rrf(legs)] == ["a", "b"]
     fused = rrf(legs, weights={"lexical": 0.5})
     assert [f.id for f in fused] == ["b", "a"]
-    assert fused[1].score == pytest.approx(0.5 / 31)
+    assert fused[1].score == pytest.approx(0.5 / (RRF_RANK_CONSTANT + 1))
 
 
 def test_a_time_expression_prefers_memories_from_that_window(

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from memory.engine.types import LegHit
-from memory.fusion import CONFIDENCE_DEPTH, credit_successors, leg_confidence, rrf
+from memory.fusion import (
+    CONFIDENCE_DEPTH,
+    RRF_RANK_CONSTANT,
+    credit_successors,
+    leg_confidence,
+    rrf,
+)
 from memory.query import lexical_terms
 
 
@@ -39,7 +45,21 @@ def test_a_towering_top_hit_outweighs_a_flat_legs_best_in_the_fusion() -> None:
     flat = _hits(*[5.0 - 0.01 * n for n in range(16)])
     for lexical, expected in ((towering, 1.0 - 1.0 / 20.0), (flat, (5.0 - 4.91) / 5.0)):
         fused = rrf({"lexical": lexical}, weights={"lexical": leg_confidence(lexical)})
-        assert fused[0].score == pytest.approx(expected / 31)
+        assert fused[0].score == pytest.approx(expected / (RRF_RANK_CONSTANT + 1))
+
+
+def test_a_legs_near_top_hit_outranks_a_middling_match_in_both_legs() -> None:
+    # Without a reranker the fused order is the answer: the dense leg's second best must not
+    # sink under a document both legs found only half-way down the page.
+    dense = [LegHit(id=f"d{n}", score=0.9 - 0.01 * n, rank=n) for n in range(1, 9)]
+    dense[7] = LegHit(id="both", score=0.82, rank=8)
+    lexical = [LegHit(id=f"l{n}", score=10.0 - n, rank=n) for n in range(1, 7)]
+    lexical[5] = LegHit(id="both", score=4.0, rank=6)
+    order = [f.id for f in rrf({"dense": dense, "lexical": lexical}, weights={"lexical": 0.5})]
+    assert order.index("d2") < order.index("both")
+    # The source design's constant, made for a pool a cross-encoder reorders, sinks it.
+    wide = rrf({"dense": dense, "lexical": lexical}, weights={"lexical": 0.5}, rank_constant=30)
+    assert [f.id for f in wide].index("both") < [f.id for f in wide].index("d2")
 
 
 def test_a_superseded_hit_is_credited_to_its_successor_at_its_rank() -> None:
