@@ -12,6 +12,7 @@ import os
 import secrets
 import warnings
 from pathlib import Path
+from typing import Literal
 
 import environ
 from cryptography.fernet import Fernet
@@ -271,13 +272,13 @@ ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 
 
-# RRF weight of the lexical legs against the dense ones. "confidence" (the default): each
-# query, a lexical leg weighs its own confidence, how far its top BM25 score stands above its
-# 10th (memory.fusion.leg_confidence); a number fixes the weight instead (1.0 = plain RRF as in
-# the source design; 0.5 was the default before). Measurements: docs/recall-quality.md.
-def _lexical_weight(value: str) -> float | None:
+# RRF weight of the lexical legs against the dense ones: a number (0.5, the default; 1.0 is
+# plain RRF as in the source design), or "confidence": each query, a lexical leg weighs its own
+# confidence, how far its top BM25 score stands above its 10th (memory.fusion.leg_confidence;
+# the default until the rank constant went to 5). Measurements: docs/recall-quality.md.
+def _lexical_weight(value: str) -> float | Literal["confidence"]:
     if value.strip().lower() == "confidence":
-        return None  # the lexical leg's own confidence, per query
+        return "confidence"  # the lexical leg's own confidence, per query
     try:
         weight = float(value)
     except ValueError:
@@ -289,9 +290,7 @@ def _lexical_weight(value: str) -> float | None:
     return weight
 
 
-ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(
-    env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="confidence")
-)
+ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="0.5"))
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/bookkeeping.py).

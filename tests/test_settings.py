@@ -135,6 +135,27 @@ def test_log_level_takes_any_case_and_refuses_an_unknown_level(tmp_path):
     assert "LOG_LEVEL='LOUD'" in unknown.stderr and "WARNING" in unknown.stderr
 
 
+def test_the_lexical_weight_is_a_number_or_confidence_and_refuses_anything_else(tmp_path):
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.ATLAS_RECALL_LEXICAL_WEIGHT)"
+    )
+
+    default = boot(tmp_path, code=code)
+    confidence = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT=" Confidence ")
+    plain = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT="1")
+    bad = [boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT=v) for v in ("high", "-1", "11")]
+
+    assert [r.stdout.split() for r in (default, confidence, plain)] == [
+        ["0.5"],
+        ["confidence"],
+        ["1.0"],
+    ]
+    for refused in bad:
+        assert refused.returncode != 0
+        assert "ATLAS_RECALL_LEXICAL_WEIGHT must be 'confidence' or a number" in refused.stderr
+
+
 TRACING_PROBE = """
 import django; django.setup()
 from atlas_platform.cluster import Cluster, ClusterConfig

@@ -82,7 +82,9 @@ def plot(report: dict[str, Any], path: str) -> None:
         ax.set_xticks(
             range(len(names)),
             [f"{g}\n(n={groups[g]['n']})" for g in names],
-            rotation=20,
+            rotation=30,
+            ha="right",
+            rotation_mode="anchor",
             fontsize=8,
         )
         ax.set_ylim(0, 1.05)

@@ -8,7 +8,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from memory.evaluation.corpus import (
     KEY_PATTERN,
@@ -30,7 +30,7 @@ class Ablation:
     use_reranker: bool = True
     apply_decay: bool = True
     time_hints: bool = True
-    lexical_weight: float | None = None  # None: the configured weighting
+    lexical_weight: float | Literal["confidence"] | None = None  # None: the configured one
     succession: bool = True
 
 
@@ -42,7 +42,9 @@ ABLATIONS = (
     Ablation("no_decay", apply_decay=False),
     Ablation("no_time_hints", time_hints=False),
     Ablation("equal_weights", lexical_weight=1.0),  # plain RRF, as in the source design
-    Ablation("fixed_weight", lexical_weight=0.5),  # the fixed lexical weight used before
+    # Each lexical leg weighed by its own confidence per query: the default before the RRF
+    # rank constant went to 5 (docs/recall-quality.md, session 4).
+    Ablation("confidence_weight", lexical_weight="confidence"),
     Ablation("no_succession", succession=False),  # superseded facts' hits not credited
 )
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from django.conf import settings
 
@@ -83,7 +84,7 @@ def memory_recall(
     track_usage: bool = True,
     time_hints: bool = True,
     now: datetime | None = None,
-    lexical_weight: float | None = None,
+    lexical_weight: float | Literal["confidence"] | None = None,
     succession: bool = True,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
@@ -91,8 +92,8 @@ def memory_recall(
     A time expression in the query ("last March", "two weeks ago") adds a time-filtered run of
     the same legs to the fusion (``time_hints``): memories from that window rank higher, none
     are dropped. ``now`` is the instant recall runs as (decay, time expressions; the evaluation
-    pins it). ``lexical_weight`` (default ``ATLAS_RECALL_LEXICAL_WEIGHT``) weighs the lexical
-    legs in the fusion against the dense ones; None (the default setting) weighs each lexical
+    pins it). ``lexical_weight`` (None: ``ATLAS_RECALL_LEXICAL_WEIGHT``, 0.5 by default) weighs
+    the lexical legs in the fusion against the dense ones; ``"confidence"`` weighs each lexical
     leg by its own confidence for this query (``memory.fusion.leg_confidence``): a flat BM25
     ranking, common words matched all over, counts for little (docs/recall-quality.md has the
     measurements).
@@ -163,10 +164,9 @@ def memory_recall(
     if credit:
         fusion_legs = credit_successors(fusion_legs)
     excluded = set(exclude_ids)
-    if lexical_weight is None:
-        lexical_weight = settings.ATLAS_RECALL_LEXICAL_WEIGHT
+    weighting = settings.ATLAS_RECALL_LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
     weights = {
-        leg: leg_confidence(fusion_legs[leg]) if lexical_weight is None else lexical_weight
+        leg: leg_confidence(fusion_legs[leg]) if weighting == "confidence" else float(weighting)
         for leg in ("lexical", "lexical_time")
         if leg in fusion_legs
     }

@@ -184,7 +184,7 @@ def _lexical_leg(user, query):
 def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
     from memory.fusion import RRF_RANK_CONSTANT, leg_confidence
 
-    settings.ATLAS_RECALL_LEXICAL_WEIGHT = None  # the default: the leg's confidence
+    settings.ATLAS_RECALL_LEXICAL_WEIGHT = "confidence"  # the leg's confidence, per query
     rooms = ["hall", "porch", "study", "attic", "garage", "landing", "pantry", "cellar"]
     for room in [*rooms, "nursery", "loft", "snug", "den"]:
         fact(people.alice, f"The smart light in the {room} switches on at dusk")
@@ -208,7 +208,7 @@ def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
 
     score, expected = fused(1.0)
     assert score == pytest.approx(expected, abs=1e-6)
-    settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number fixes the weight instead
+    settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number (the default) fixes the weight
     score, expected = fused(0.5)
     assert score == pytest.approx(expected, abs=1e-6)
 

@@ -125,11 +125,7 @@ class Command(BaseCommand):
             "backend": settings.ATLAS_MEMORY_BACKEND,
             "embedder": _embedder_name(),
             "reranker": settings.ATLAS_RERANKER,
-            "lexical_weight": (
-                "confidence"
-                if settings.ATLAS_RECALL_LEXICAL_WEIGHT is None
-                else settings.ATLAS_RECALL_LEXICAL_WEIGHT
-            ),
+            "lexical_weight": settings.ATLAS_RECALL_LEXICAL_WEIGHT,
             "isolation": (
                 run.tenant.isolation_mode
                 if settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
