@@ -200,8 +200,8 @@ def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
     assert [h.id for h in sure] == [target.id]
     assert leg_confidence(sure) == 1.0
 
-    def fused(weight):
-        hits = memory_recall(user=people.alice, query=f"what was {code}?").hits
+    def fused(weight, **asked):
+        hits = memory_recall(user=people.alice, query=f"what was {code}?", **asked).hits
         hit = next(h for h in hits if h.doc.id == target.id)
         lexical, dense = hit.leg_ranks["lexical"], hit.leg_ranks["dense"]
         return hit.score, weight / (RRF_RANK_CONSTANT + lexical) + 1 / (RRF_RANK_CONSTANT + dense)
@@ -210,6 +210,9 @@ def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
     assert score == pytest.approx(expected, abs=1e-6)
     settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number (the default) fixes the weight
     score, expected = fused(0.5)
+    assert score == pytest.approx(expected, abs=1e-6)
+    # A caller (the eval's confidence_weight ablation) can ask for the confidence weight anyway.
+    score, expected = fused(1.0, lexical_weight="confidence")
     assert score == pytest.approx(expected, abs=1e-6)
 
 
