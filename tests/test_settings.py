@@ -90,6 +90,23 @@ def test_the_served_app_imports_in_a_fresh_interpreter(tmp_path, module):
     assert "StrictJSONParser" in result.stdout
 
 
+def test_the_asgi_app_loads_the_embedder_and_freezes_what_start_up_built(tmp_path):
+    """The first request does not pay for the model, and the cycle collector never walks the
+    start-up objects again: under load, full collections of them held the GIL for 100-200 ms
+    (docs/performance.md)."""
+    code = (
+        "import gc, atlas_platform.asgi, memory.embedding as e; "
+        "print(gc.get_freeze_count(), e.default_embedder.cache_info().currsize)"
+    )
+
+    result = boot(tmp_path, code=code)
+
+    assert result.returncode == 0, result.stderr
+    frozen, embedders_loaded = map(int, result.stdout.split())
+    assert frozen > 100_000
+    assert embedders_loaded == 1
+
+
 POOL_PROBE = """
 import django; django.setup()
 from django.db import connection
