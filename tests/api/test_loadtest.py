@@ -89,3 +89,73 @@ def test_cpu_per_request_is_reported_for_named_processes(
 def test_a_bad_cpu_process_is_refused(store, alice_token, tmp_path, spec):
     with pytest.raises(CommandError, match="--cpu"):
         load("http://127.0.0.1:1", alice_token, tmp_path, cpu=[spec])
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as closed:  # nothing listens on it once the socket is closed
+        closed.bind(("127.0.0.1", 0))
+        port: int = closed.getsockname()[1]
+    return port
+
+
+def compare(url: str, against: str, token: str, tmp_path: Path, rounds: int) -> dict[str, Any]:
+    out = tmp_path / "compare.json"
+    call_command(
+        "loadtest",
+        url=url,
+        against=against,
+        rounds=rounds,
+        token=token,
+        user="alice",
+        clients="1",
+        seconds=0.5,
+        turn_every=1000,
+        json_path=str(out),
+        stdout=StringIO(),
+    )
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def test_a_comparison_alternates_the_two_servers_round_by_round(
+    live_server, store, alice, alice_token, tmp_path
+):
+    down = f"http://127.0.0.1:{free_port()}"
+
+    report = compare(live_server.url, down, alice_token, tmp_path, rounds=3)
+
+    order = [(r["round"], r["server"]) for r in report["runs"]]
+    assert order == [(1, "A"), (1, "B"), (2, "B"), (2, "A"), (3, "A"), (3, "B")]
+    served = [r for r in report["runs"] if r["server"] == "A"]
+    refused = [r for r in report["runs"] if r["server"] == "B"]
+    assert all(r["errors"] == 0 and r["recall_p95_ms"] > 0 for r in served)
+    assert all(r["errors"] == r["requests"] > 0 for r in refused)
+    [summary] = report["comparisons"]
+    assert summary["rounds"] == 3 and summary["clients"] == 1
+    assert summary["A"]["errors"] == 0 and summary["B"]["errors"] == sum(
+        r["errors"] for r in refused
+    )
+    # A refused request is quick: B's rounds are left out, not counted as faster.
+    assert summary["compared_rounds"] == 0 and summary["b_lower_rounds"] == 0
+    assert summary["B"]["recall_p95_ms"] is None and summary["A"]["recall_p95_ms"] > 0
+
+
+def test_a_comparison_counts_the_rounds_each_side_was_faster(
+    live_server, store, alice, alice_token, tmp_path
+):
+    report = compare(live_server.url, live_server.url, alice_token, tmp_path, rounds=2)
+
+    [summary] = report["comparisons"]
+    assert summary["compared_rounds"] == 2
+    by_round = {(r["round"], r["server"]): r["recall_p95_ms"] for r in report["runs"]}
+    expected = sum(by_round[(n, "B")] < by_round[(n, "A")] for n in (1, 2))
+    assert summary["b_lower_rounds"] == expected
+    a_p95 = sorted(by_round[(n, "A")] for n in (1, 2))
+    assert summary["A"]["recall_p95_ms"] == pytest.approx(sum(a_p95) / 2, abs=0.01)
+
+
+def test_a_comparison_needs_a_round(store, alice_token, tmp_path):
+    with pytest.raises(CommandError, match="--rounds"):
+        compare("http://127.0.0.1:1", "http://127.0.0.1:2", alice_token, tmp_path, rounds=0)

@@ -13,6 +13,15 @@ to the URL given (use loopback). Figures, not assertions.
 over the run, and ``client`` for the load generator itself: on one machine the server, the
 cluster and the database share the cores, so CPU per request says who is using them.
 
+``--against URL --rounds N`` compares two servers (say, the code before and after a change, on
+the same data): at each client count it runs ``N`` rounds, each round once against ``--url``
+(A) and once against ``--against`` (B), in the order A B, B A, A B, ... so that a machine that
+speeds up or slows down during the comparison weighs on both alike. It prints each run, then
+the median recall p95 and req/s of each side and in how many rounds B's recall p95 was lower
+(runs with errors are left out of both: a refused request is quick, not good latency).
+On a shared machine one run says little; rounds of a back-to-back comparison say what a change
+did (docs/performance.md).
+
 ``--protocol mcp`` sends the same load as MCP tool calls (``recall_memory`` / ``record_turn``,
 JSON-RPC POSTs to ``/api/atlas/mcp/<user>``; the endpoint is stateless, so no session set-up):
 a JSON-RPC error or a tool error counts as an error.
@@ -69,6 +78,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--seed", type=int, default=0, help="create a load user with N memories"
         )
+        parser.add_argument(
+            "--against",
+            default="",
+            metavar="URL",
+            help="a second server (B) to compare with --url (A), in alternating rounds",
+        )
+        parser.add_argument(
+            "--rounds", type=int, default=4, help="rounds of the --against comparison"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["seed"]:
@@ -77,31 +95,76 @@ class Command(BaseCommand):
         if not options["token"]:
             raise CommandError("Give --token (run with --seed N first to make one).")
         watched = _watched(options["cpu"])
-        runs = []
-        for clients in [int(c) for c in options["clients"].split(",") if c.strip()]:
-            before = {name: _cpu_ms(pid) for name, pid in watched.items()}
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                run = runner.run(self._run(options, clients))
-            served = max(run["requests"], 1)
-            run["cpu_ms_per_request"] = {
-                name: round((_cpu_ms(pid) - before[name]) / served, 2)
-                for name, pid in watched.items()
+        counts = [int(c) for c in options["clients"].split(",") if c.strip()]
+        if options["against"]:
+            if options["rounds"] < 1:
+                raise CommandError("--rounds must be at least 1.")
+            runs, comparisons = [], []
+            for clients in counts:
+                paired, summary = self._compare(options, clients, watched)
+                runs += paired
+                comparisons.append(summary)
+            report: dict[str, Any] = {
+                "url": options["url"],
+                "against": options["against"],
+                "runs": runs,
+                "comparisons": comparisons,
             }
-            runs.append(run)
-            cpu = " ".join(f"{k} {v}" for k, v in run["cpu_ms_per_request"].items())
-            self.stdout.write(
-                f"{clients:>3} clients | {run['requests']} requests, {run['errors']} errors | "
-                f"{run['rps']} req/s | p50 {run['p50_ms']} p95 {run['p95_ms']} "
-                f"p99 {run['p99_ms']} ms | recall p95 {run['recall_p95_ms']} ms"
-                + (f" | CPU ms/request: {cpu}" if cpu else "")
-            )
+        else:
+            runs = [self._measure(options, options["url"], clients, watched) for clients in counts]
+            report = {"url": options["url"], "runs": runs}
         if options["json_path"]:
-            Path(options["json_path"]).write_text(
-                json.dumps({"url": options["url"], "runs": runs}, indent=2)
-            )
+            Path(options["json_path"]).write_text(json.dumps(report, indent=2))
 
-    async def _run(self, options: dict[str, Any], clients: int) -> dict[str, Any]:
-        url = urlsplit(options["url"])
+    def _compare(
+        self, options: dict[str, Any], clients: int, watched: dict[str, int]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """``--rounds`` rounds against A (``--url``) and B (``--against``): A B, B A, A B, ..."""
+        servers = {"A": options["url"], "B": options["against"]}
+        runs = []
+        for n in range(1, options["rounds"] + 1):
+            for side in ("A", "B") if n % 2 else ("B", "A"):
+                run = self._measure(options, servers[side], clients, watched, label=f"{n} {side}")
+                runs.append({"round": n, "server": side, **run})
+        summary = _comparison(runs, clients)
+        self.stdout.write(
+            f"{clients:>3} clients, {summary['rounds']} rounds: recall p95 median "
+            f"A {summary['A']['recall_p95_ms']} ms, B {summary['B']['recall_p95_ms']} ms "
+            f"(B lower in {summary['b_lower_rounds']} of {summary['compared_rounds']} rounds "
+            "without errors); req/s median "
+            f"A {summary['A']['rps']}, B {summary['B']['rps']}; errors A {summary['A']['errors']}, "
+            f"B {summary['B']['errors']}"
+        )
+        return runs, summary
+
+    def _measure(
+        self,
+        options: dict[str, Any],
+        url: str,
+        clients: int,
+        watched: dict[str, int],
+        *,
+        label: str = "",
+    ) -> dict[str, Any]:
+        before = {name: _cpu_ms(pid) for name, pid in watched.items()}
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            run = runner.run(self._run(options, url, clients))
+        served = max(run["requests"], 1)
+        run["cpu_ms_per_request"] = {
+            name: round((_cpu_ms(pid) - before[name]) / served, 2) for name, pid in watched.items()
+        }
+        cpu = " ".join(f"{k} {v}" for k, v in run["cpu_ms_per_request"].items())
+        self.stdout.write(
+            (f"round {label} | " if label else "")
+            + f"{clients:>3} clients | {run['requests']} requests, {run['errors']} errors | "
+            f"{run['rps']} req/s | p50 {run['p50_ms']} p95 {run['p95_ms']} "
+            f"p99 {run['p99_ms']} ms | recall p95 {run['recall_p95_ms']} ms"
+            + (f" | CPU ms/request: {cpu}" if cpu else "")
+        )
+        return run
+
+    async def _run(self, options: dict[str, Any], target: str, clients: int) -> dict[str, Any]:
+        url = urlsplit(target)
         if url.scheme != "http" or not url.hostname:
             raise CommandError("--url must be http://host:port (the load test speaks plain HTTP).")
         request = McpCalls(url.path, options["user"]) if options["protocol"] == "mcp" else None
@@ -172,6 +235,33 @@ class Command(BaseCommand):
             raise CommandError("bench did not create its user.")
         issued = token_issue(tenant=user.tenant, user=user, name="loadtest")
         self.stdout.write(f"--user {user.external_id} --token {issued.secret}")
+
+
+def _comparison(runs: list[dict[str, Any]], clients: int) -> dict[str, Any]:
+    """Medians per side, and the rounds in which B's recall p95 was below A's. Only runs
+    without errors count: a refused request is quick, not a sample of good latency."""
+    clean = [r for r in runs if r["errors"] == 0 and r["recall_p95_ms"] is not None]
+    sides: dict[str, Any] = {}
+    for side in ("A", "B"):
+        mine = [r for r in clean if r["server"] == side]
+        sides[side] = {
+            "recall_p95_ms": round(statistics.median(r["recall_p95_ms"] for r in mine), 2)
+            if mine
+            else None,
+            "rps": round(statistics.median(r["rps"] for r in mine), 1) if mine else None,
+            "errors": sum(r["errors"] for r in runs if r["server"] == side),
+        }
+    by_round: dict[int, dict[str, float]] = {}
+    for run in clean:
+        by_round.setdefault(run["round"], {})[run["server"]] = run["recall_p95_ms"]
+    paired = [pair for pair in by_round.values() if len(pair) == 2]
+    return {
+        "clients": clients,
+        "rounds": len({r["round"] for r in runs}),
+        "compared_rounds": len(paired),
+        "b_lower_rounds": sum(1 for pair in paired if pair["B"] < pair["A"]),
+        **sides,
+    }
 
 
 def _watched(specs: list[str]) -> dict[str, int]:
