@@ -15,22 +15,35 @@ from django.core.management import CommandError, call_command
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def load(url: str, token: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
+def report(url: str, token: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
+    """What ``loadtest`` wrote with ``--json`` (as alice; 2 clients for 1 s unless told)."""
     out = tmp_path / "load.json"
+    given: dict[str, Any] = {"clients": "2", "seconds": 1.0, "turn_every": 2, **options}
     call_command(
         "loadtest",
         url=url,
         token=token,
         user="alice",
-        clients="2",
-        seconds=1.0,
-        turn_every=2,
         json_path=str(out),
         stdout=StringIO(),
-        **options,
+        **given,
     )
-    runs: list[dict[str, Any]] = json.loads(out.read_text())["runs"]
-    return runs[0]
+    written: dict[str, Any] = json.loads(out.read_text())
+    return written
+
+
+def load(url: str, token: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
+    run: dict[str, Any] = report(url, token, tmp_path, **options)["runs"][0]
+    return run
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as closed:  # nothing listens on it once the socket is closed
+        closed.bind(("127.0.0.1", 0))
+        port: int = closed.getsockname()[1]
+    return port
 
 
 def test_recalls_and_turns_are_sent_and_measured(live_server, store, alice, alice_token, tmp_path):
@@ -59,13 +72,7 @@ def test_only_plain_http_urls_are_accepted(store, alice_token, tmp_path):
 
 
 def test_a_server_that_is_down_counts_errors_without_a_busy_loop(store, alice_token, tmp_path):
-    import socket
-
-    with socket.socket() as closed:  # a free port nothing listens on
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-
-    run = load(f"http://127.0.0.1:{port}", alice_token, tmp_path)
+    run = load(f"http://127.0.0.1:{free_port()}", alice_token, tmp_path)
 
     assert run["requests"] > 0 and run["errors"] == run["requests"]
     assert "ConnectionRefusedError" in run["error_samples"][0]
@@ -91,32 +98,17 @@ def test_a_bad_cpu_process_is_refused(store, alice_token, tmp_path, spec):
         load("http://127.0.0.1:1", alice_token, tmp_path, cpu=[spec])
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as closed:  # nothing listens on it once the socket is closed
-        closed.bind(("127.0.0.1", 0))
-        port: int = closed.getsockname()[1]
-    return port
-
-
 def compare(url: str, against: str, token: str, tmp_path: Path, rounds: int) -> dict[str, Any]:
-    out = tmp_path / "compare.json"
-    call_command(
-        "loadtest",
-        url=url,
+    return report(
+        url,
+        token,
+        tmp_path,
         against=against,
         rounds=rounds,
-        token=token,
-        user="alice",
         clients="1",
         seconds=0.5,
         turn_every=1000,
-        json_path=str(out),
-        stdout=StringIO(),
     )
-    report: dict[str, Any] = json.loads(out.read_text())
-    return report
 
 
 def test_a_comparison_alternates_the_two_servers_round_by_round(
@@ -124,15 +116,15 @@ def test_a_comparison_alternates_the_two_servers_round_by_round(
 ):
     down = f"http://127.0.0.1:{free_port()}"
 
-    report = compare(live_server.url, down, alice_token, tmp_path, rounds=3)
+    compared = compare(live_server.url, down, alice_token, tmp_path, rounds=3)
 
-    order = [(r["round"], r["server"]) for r in report["runs"]]
+    order = [(r["round"], r["server"]) for r in compared["runs"]]
     assert order == [(1, "A"), (1, "B"), (2, "B"), (2, "A"), (3, "A"), (3, "B")]
-    served = [r for r in report["runs"] if r["server"] == "A"]
-    refused = [r for r in report["runs"] if r["server"] == "B"]
+    served = [r for r in compared["runs"] if r["server"] == "A"]
+    refused = [r for r in compared["runs"] if r["server"] == "B"]
     assert all(r["errors"] == 0 and r["recall_p95_ms"] > 0 for r in served)
     assert all(r["errors"] == r["requests"] > 0 for r in refused)
-    [summary] = report["comparisons"]
+    [summary] = compared["comparisons"]
     assert summary["rounds"] == 3 and summary["clients"] == 1
     assert summary["A"]["errors"] == 0 and summary["B"]["errors"] == sum(
         r["errors"] for r in refused
@@ -145,11 +137,11 @@ def test_a_comparison_alternates_the_two_servers_round_by_round(
 def test_a_comparison_counts_the_rounds_each_side_was_faster(
     live_server, store, alice, alice_token, tmp_path
 ):
-    report = compare(live_server.url, live_server.url, alice_token, tmp_path, rounds=2)
+    compared = compare(live_server.url, live_server.url, alice_token, tmp_path, rounds=2)
 
-    [summary] = report["comparisons"]
+    [summary] = compared["comparisons"]
     assert summary["compared_rounds"] == 2
-    by_round = {(r["round"], r["server"]): r["recall_p95_ms"] for r in report["runs"]}
+    by_round = {(r["round"], r["server"]): r["recall_p95_ms"] for r in compared["runs"]}
     expected = sum(by_round[(n, "B")] < by_round[(n, "A")] for n in (1, 2))
     assert summary["b_lower_rounds"] == expected
     a_p95 = sorted(by_round[(n, "A")] for n in (1, 2))
