@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,6 @@ def load(url: str, token: str, tmp_path: Path, **options: Any) -> dict[str, Any]
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as closed:  # nothing listens on it once the socket is closed
         closed.bind(("127.0.0.1", 0))
         port: int = closed.getsockname()[1]
@@ -151,3 +150,27 @@ def test_a_comparison_counts_the_rounds_each_side_was_faster(
 def test_a_comparison_needs_a_round(store, alice_token, tmp_path):
     with pytest.raises(CommandError, match="--rounds"):
         compare("http://127.0.0.1:1", "http://127.0.0.1:2", alice_token, tmp_path, rounds=0)
+
+
+def test_the_summary_counts_rounds_b_was_lower_and_leaves_out_runs_with_errors() -> None:
+    from memory.management.commands.loadtest import _comparison
+
+    def run(n: int, side: str, p95: float, rps: float, errors: int = 0) -> dict[str, Any]:
+        return {"round": n, "server": side, "recall_p95_ms": p95, "rps": rps, "errors": errors}
+
+    runs = [
+        run(1, "A", 200.0, 50.0),
+        run(1, "B", 150.0, 60.0),
+        run(2, "B", 170.0, 58.0),
+        run(2, "A", 180.0, 52.0),
+        run(3, "A", 160.0, 55.0),
+        run(3, "B", 190.0, 54.0),
+        run(4, "A", 300.0, 40.0),
+        run(4, "B", 5.0, 900.0, errors=3),  # quick because refused: not a faster round
+    ]
+
+    summary = _comparison(runs, 8)
+
+    assert (summary["rounds"], summary["compared_rounds"], summary["b_lower_rounds"]) == (4, 3, 2)
+    assert summary["A"] == {"recall_p95_ms": 190.0, "rps": 51.0, "errors": 0}
+    assert summary["B"] == {"recall_p95_ms": 170.0, "rps": 58.0, "errors": 3}
