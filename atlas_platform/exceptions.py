@@ -44,7 +44,15 @@ class Conflict(AtlasError):
     code = "conflict"
 
 
-class ClusterUnavailable(AtlasError):
+class Unavailable(AtlasError):
+    """A dependency (the search cluster, a model, the broker) failed or could not be reached.
+    Every adapter's own error is one of these, so a caller never sees a client library's."""
+
+    status_code = 503
+    code = "unavailable"
+
+
+class ClusterUnavailable(Unavailable):
     """The search cluster could not be reached or refused the call."""
 
     status_code = 503

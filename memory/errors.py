@@ -1,9 +1,9 @@
 """Memory-specific domain errors (part of the one ``AtlasError`` family)."""
 
-from atlas_platform.exceptions import AtlasError
+from atlas_platform.exceptions import AtlasError, Unavailable
 
 
-class MemoryStoreUnavailable(AtlasError):
+class MemoryStoreUnavailable(Unavailable):
     """The memory store failed or could not be reached; nothing was half-written."""
 
     status_code = 503

@@ -12,11 +12,15 @@ from django.conf import settings
 
 from consolidation.prompt import Answer, FactCandidate, ProcedureCandidate, ProcedureUpdate
 from consolidation.services.reads import Inputs
+from memory.plans import RecallPlan
 from memory.services.common import embedder, store_errors
 from memory.services.recall import memory_recall
 from tenants.models import User
 
 DUPLICATE_NEIGHBOURS = 5
+
+# The platform's own reads rank by the fused order; a reranker would only cost time here.
+NO_RERANK = RecallPlan(rerank=False)
 
 
 @dataclass
@@ -98,7 +102,7 @@ def _duplicate(
         k=DUPLICATE_NEIGHBOURS,
         memory_types=[memory_type],
         include_catalog=False,
-        use_reranker=False,
+        plan=NO_RERANK,
         track_usage=False,
     )
     neighbours = [h.doc.text for h in result.hits if h.doc.id not in ignore]

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from consolidation.models import ConsolidationState, PlaybookSuggestion
 from memory.engine.types import MemoryDoc
+from memory.plans import RecallPlan
 from memory.scoping import user_read_scope
 from memory.services.common import backend, store_errors
 from memory.services.recall import memory_recall
@@ -17,6 +18,9 @@ from tenants.models import User
 
 NEIGHBOURS_PER_EPISODE = 5
 MAX_KNOWN = 40
+
+# The platform's own reads rank by the fused order; a reranker would only cost time here.
+NO_RERANK = RecallPlan(rerank=False)
 
 
 @dataclass
@@ -72,7 +76,7 @@ def _known(
             k=NEIGHBOURS_PER_EPISODE,
             memory_types=["semantic", "procedural"],
             include_catalog=False,
-            use_reranker=False,
+            plan=NO_RERANK,
             track_usage=False,
         )
         for hit in result.hits:

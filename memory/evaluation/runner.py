@@ -8,7 +8,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from memory.evaluation.corpus import (
     KEY_PATTERN,
@@ -19,33 +19,31 @@ from memory.evaluation.corpus import (
     Question,
 )
 from memory.evaluation.metrics import KS, first_hit_rank, paired, scores
+from memory.plans import DEFAULT_PLAN, RecallPlan
 
 K = 10
 
 
 @dataclass(frozen=True)
 class Ablation:
+    """A named recall plan: the full pipeline, or the same with one part taken out."""
+
     name: str
-    legs: tuple[str, ...] = ("lexical", "dense")
-    use_reranker: bool = True
-    apply_decay: bool = True
-    time_hints: bool = True
-    lexical_weight: float | Literal["confidence"] | None = None  # None: the configured one
-    succession: bool = True
+    plan: RecallPlan = DEFAULT_PLAN
 
 
 ABLATIONS = (
     Ablation("full"),
-    Ablation("lexical_only", legs=("lexical",)),
-    Ablation("dense_only", legs=("dense",)),
-    Ablation("no_rerank", use_reranker=False),
-    Ablation("no_decay", apply_decay=False),
-    Ablation("no_time_hints", time_hints=False),
-    Ablation("equal_weights", lexical_weight=1.0),  # plain RRF, as in the source design
+    Ablation("lexical_only", RecallPlan(legs=("lexical",))),
+    Ablation("dense_only", RecallPlan(legs=("dense",))),
+    Ablation("no_rerank", RecallPlan(rerank=False)),
+    Ablation("no_decay", RecallPlan(decay=False)),
+    Ablation("no_time_hints", RecallPlan(time_hints=False)),
+    Ablation("equal_weights", RecallPlan(lexical_weight=1.0)),  # plain RRF, as in the source design
     # Each lexical leg weighed by its own confidence per query: the default before the RRF
     # rank constant went to 5 (docs/recall-quality.md, session 4).
-    Ablation("confidence_weight", lexical_weight="confidence"),
-    Ablation("no_succession", succession=False),  # superseded facts' hits not credited
+    Ablation("confidence_weight", RecallPlan(lexical_weight="confidence")),
+    Ablation("no_succession", RecallPlan(succession=False)),  # superseded hits not credited
 )
 
 
@@ -89,12 +87,7 @@ def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> A
         user=user,
         query=question,
         k=K,
-        legs=ablation.legs,
-        use_reranker=ablation.use_reranker,
-        apply_decay=ablation.apply_decay,
-        time_hints=ablation.time_hints,
-        lexical_weight=ablation.lexical_weight,
-        succession=ablation.succession,
+        plan=ablation.plan,
         track_usage=False,
         now=persona.now,
     )

@@ -7,7 +7,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 from django.conf import settings
 
@@ -23,6 +22,7 @@ from memory.engine.types import (
     RecallFilter,
 )
 from memory.fusion import Fused, credit_successors, leg_confidence, rrf
+from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
 from memory.scoping import tenant_ranking, user_read_scope
@@ -30,8 +30,6 @@ from memory.services.common import backend, clean_text, embedder, store_errors
 from memory.services.common import now as clock_now
 from memory.services.recall_stats import recall_stat_note
 from tenants.models import User
-
-LEGS = ("lexical", "dense")
 
 
 @dataclass
@@ -76,29 +74,22 @@ def memory_recall(
     include_superseded: bool = False,
     since: datetime | None = None,
     until: datetime | None = None,
-    legs: Sequence[str] = LEGS,
-    use_reranker: bool = True,
-    apply_decay: bool = True,
     exclude_ids: Sequence[str] = (),
     vector: list[float] | None = None,
     track_usage: bool = True,
-    time_hints: bool = True,
     now: datetime | None = None,
-    lexical_weight: float | Literal["confidence"] | None = None,
-    succession: bool = True,
+    plan: RecallPlan = DEFAULT_PLAN,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
-    A time expression in the query ("last March", "two weeks ago") adds a time-filtered run of
-    the same legs to the fusion (``time_hints``): memories from that window rank higher, none
-    are dropped. ``now`` is the instant recall runs as (decay, time expressions; the evaluation
-    pins it). ``lexical_weight`` (None: ``ATLAS_RECALL_LEXICAL_WEIGHT``, 0.5 by default) weighs
-    the lexical legs in the fusion against the dense ones; ``"confidence"`` weighs each lexical
-    leg by its own confidence for this query (``memory.fusion.leg_confidence``): a flat BM25
-    ranking, common words matched all over, counts for little (docs/recall-quality.md has the
-    measurements).
+    ``plan`` says how (``RecallPlan``; the default is the product's recall). A time expression
+    in the query ("last March", "two weeks ago") adds a time-filtered run of the same legs to
+    the fusion (``plan.time_hints``): memories from that window rank higher, none are dropped.
+    ``now`` is the instant recall runs as (decay, time expressions; the evaluation pins it).
+    With ``plan.lexical_weight="confidence"`` a flat BM25 ranking, common words matched all
+    over, counts for little (docs/recall-quality.md has the measurements).
 
-    A superseded fact's match counts for the fact that replaced it (``succession``,
+    A superseded fact's match counts for the fact that replaced it (``plan.succession``,
     ``memory.fusion.credit_successors``): the legs search superseded facts too, and fusion
     gives each such hit to its successor, so "which version is my phone on now?" finds the new
     version through the old fact's wording. Superseded facts are still never returned unless
@@ -118,14 +109,13 @@ def memory_recall(
         )
     if since and until and since > until:
         raise ValidationError("since must not be after until.", code="bad_time_range")
-    if not legs or set(legs) - set(LEGS):
-        raise ValidationError("legs must be a non-empty subset of lexical, dense.", code="bad_legs")
+    legs = plan.legs
     scope = user_read_scope(user)
     moment = now or clock_now()
     types = _types(memory_types)
-    window = parse_time_window(query, moment) if time_hints and not (since or until) else None
+    window = parse_time_window(query, moment) if plan.time_hints and not (since or until) else None
     # Not within an explicit time range: the successor may lie outside it.
-    credit = succession and not include_superseded and since is None and until is None
+    credit = plan.succession and not include_superseded and since is None and until is None
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
@@ -144,7 +134,7 @@ def memory_recall(
                 since=since,
                 until=until,
             ),
-            ranking=tenant_ranking(user.tenant, apply_decay=apply_decay),
+            ranking=tenant_ranking(user.tenant, apply_decay=plan.decay),
             now=moment,
             size=settings.ATLAS_RECALL_CANDIDATES,
             lexical="lexical" in legs,
@@ -164,7 +154,9 @@ def memory_recall(
     if credit:
         fusion_legs = credit_successors(fusion_legs)
     excluded = set(exclude_ids)
-    weighting = settings.ATLAS_RECALL_LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
+    weighting = (
+        settings.ATLAS_RECALL_LEXICAL_WEIGHT if plan.lexical_weight is None else plan.lexical_weight
+    )
     weights = {
         leg: leg_confidence(fusion_legs[leg]) if weighting == "confidence" else float(weighting)
         for leg in ("lexical", "lexical_time")
@@ -172,7 +164,7 @@ def memory_recall(
     }
     fused = [f for f in rrf(fusion_legs, weights=weights) if f.id not in excluded]
     timings["fuse_ms"] = _since(mark)
-    reranker = default_reranker() if use_reranker else None
+    reranker = default_reranker() if plan.rerank else None
     mark = time.perf_counter()
     # A reranker reads every candidate; otherwise only the head of the fused list is returned.
     candidates = _with_docs(scope, fused, None if reranker else k, include_superseded)

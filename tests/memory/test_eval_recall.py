@@ -24,6 +24,7 @@ from memory.evaluation.corpus import (
 from memory.evaluation.metrics import first_hit_rank, mcnemar_exact, paired, scores
 from memory.evaluation.overlap import content_terms, overlap, stem
 from memory.evaluation.runner import select_questions
+from memory.plans import RecallPlan
 from memory.query import parse_time_window
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -313,7 +314,7 @@ def test_a_time_expression_prefers_memories_from_that_window(
     assert hinted.time_window is not None and hinted.time_window.start.month == 3
     assert hinted.hits[0].doc.id == march.id
     assert {h.doc.id for h in hinted.hits} >= {march.id, june.id}  # a preference, not a filter
-    plain = memory_recall(user=user, query=question, now=NOW, time_hints=False)
+    plain = memory_recall(user=user, query=question, now=NOW, plan=RecallPlan(time_hints=False))
     assert plain.time_window is None
     assert "lexical_time" not in plain.hits[0].leg_ranks
 

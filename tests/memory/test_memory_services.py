@@ -10,6 +10,7 @@ import pytest
 
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
 from memory import bookkeeping
+from memory.plans import RecallPlan
 from memory.scoping import user_read_scope
 from memory.selectors import memory_get, memory_history
 from memory.services.catalog import catalog_delete, catalog_import
@@ -97,7 +98,7 @@ def test_a_superseded_facts_match_counts_for_the_fact_that_replaced_it(people):
     assert old.id not in {h.doc.id for h in found.hits}
 
     for plain in (
-        memory_recall(user=people.alice, query=question, k=3, succession=False),
+        memory_recall(user=people.alice, query=question, k=3, plan=RecallPlan(succession=False)),
         # within an explicit time range the successor may lie outside it: no credit
         memory_recall(
             user=people.alice, query=question, k=3, since=datetime.now(UTC) - timedelta(days=1)
@@ -162,7 +163,9 @@ def test_exact_tokens_are_recalled_top_three(people, memory, question):
     target = fact(people.alice, memory)
 
     turn = memory_turn_record(user=people.alice, text=question)
-    lexical_only = memory_recall(user=people.alice, query=question, legs=["lexical"], k=3)
+    lexical_only = memory_recall(
+        user=people.alice, query=question, plan=RecallPlan(legs=("lexical",)), k=3
+    )
 
     assert target.id in [h.doc.id for h in turn.recall.hits[:3]]
     assert target.id in [h.doc.id for h in lexical_only.hits]
@@ -174,7 +177,7 @@ def _lexical_leg(user, query):
     """The lexical leg as recall saw it: a lexical-only recall keeps its order and scores."""
     from memory.engine.types import LegHit
 
-    hits = memory_recall(user=user, query=query, legs=["lexical"], k=50).hits
+    hits = memory_recall(user=user, query=query, plan=RecallPlan(legs=("lexical",)), k=50).hits
     return [
         LegHit(id=h.doc.id, score=h.leg_scores["lexical"], rank=h.leg_ranks["lexical"])
         for h in hits
@@ -212,7 +215,7 @@ def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
     score, expected = fused(0.5)
     assert score == pytest.approx(expected, abs=1e-6)
     # A caller (the eval's confidence_weight ablation) can ask for the confidence weight anyway.
-    score, expected = fused(1.0, lexical_weight="confidence")
+    score, expected = fused(1.0, plan=RecallPlan(lexical_weight="confidence"))
     assert score == pytest.approx(expected, abs=1e-6)
 
 
@@ -230,7 +233,9 @@ def test_an_older_episode_ranks_below_an_equal_recent_one(people):
 
     order = [h.doc.id for h in memory_recall(user=people.alice, query="kitchen paint colour").hits]
     assert order.index(new.id) < order.index(old.id)
-    no_decay = memory_recall(user=people.alice, query="kitchen paint colour", apply_decay=False)
+    no_decay = memory_recall(
+        user=people.alice, query="kitchen paint colour", plan=RecallPlan(decay=False)
+    )
     assert {h.doc.id for h in no_decay.hits} >= {old.id, new.id}
 
 
@@ -451,12 +456,16 @@ def test_procedural_memories_are_not_decayed(people):
         user=people.alice, text=text, timestamp=datetime.now(UTC) - ancient
     ).episode
 
-    hits = memory_recall(user=people.alice, query="how do I reset the router", legs=["dense"]).hits
+    hits = memory_recall(
+        user=people.alice, query="how do I reset the router", plan=RecallPlan(legs=("dense",))
+    ).hits
     scored = {h.doc.id: h for h in hits}
     # Same words, same age: the episode decays, the playbook keeps its full score.
     assert scored[playbook.id].rank < scored[old_episode.id].rank
     aged = memory_recall(
-        user=people.alice, query="how do I reset the router", apply_decay=False, legs=["dense"]
+        user=people.alice,
+        query="how do I reset the router",
+        plan=RecallPlan(decay=False, legs=("dense",)),
     )
     assert {h.doc.id for h in aged.hits} >= {playbook.id, old_episode.id}
 

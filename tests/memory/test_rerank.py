@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from memory.plans import RecallPlan
 from memory.rerank import HttpReranker, default_reranker, rerank
 from memory.services.recall import memory_recall
 from memory.services.writes import memory_write
@@ -90,7 +91,9 @@ def test_a_failing_or_slow_reranker_keeps_the_fused_order(people, fake_reranker,
         "Keys are cut at the kiosk",
     ):
         memory_write(user=people.alice, text=text, memory_type="semantic")
-    fused = memory_recall(user=people.alice, query="where is the spare key", use_reranker=False)
+    fused = memory_recall(
+        user=people.alice, query="where is the spare key", plan=RecallPlan(rerank=False)
+    )
     fake_reranker.mode = mode
 
     started = time.perf_counter()

@@ -116,6 +116,7 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {options['json_path']}")
 
     def _run_size(self, size: int, rng: random.Random, options: dict[str, Any]) -> dict[str, Any]:
+        from memory.plans import RecallPlan
         from memory.services.common import backend, embedder
         from memory.services.recall import memory_recall
         from memory.services.writes import memory_write
@@ -142,7 +143,7 @@ class Command(BaseCommand):
         mark_all = time.perf_counter()
         for query in queries:
             mark = time.perf_counter()
-            memory_recall(user=user, query=query, k=10, use_reranker=False)
+            memory_recall(user=user, query=query, k=10, plan=RecallPlan(rerank=False))
             plain.append((time.perf_counter() - mark) * 1000)
         per_second = len(queries) / (time.perf_counter() - mark_all)
         if settings.ATLAS_RERANKER != "none":
