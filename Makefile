@@ -34,7 +34,7 @@ install: $(VENV)/.installed
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py atlas_demo --url http://$(HOST):$(PORT)/admin/
-	$(VENV)/bin/uvicorn atlas_platform.asgi:application --host $(HOST) --port $(PORT)
+	$(VENV)/bin/uvicorn atlas_server.asgi:application --host $(HOST) --port $(PORT)
 
 # Background work (consolidation). Without a broker (`make run`'s default, memory://) tasks run
 # eagerly in the web process, so neither of these is needed there.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 
@@ -38,3 +38,27 @@ ERROR_TEXT = {
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
     """Documented error responses (all in the shared shape) for ``extend_schema``."""
     return {code: OpenApiResponse(ErrorOut, description=ERROR_TEXT[code]) for code in codes}
+
+
+READ_ERRORS = (400, 401, 404, 413, 429, 503)
+BODY_READ_ERRORS = (*READ_ERRORS, 415)  # POST recall
+WRITE_ERRORS = (*READ_ERRORS, 409, 415, 422)
+
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Any unique string (at most 255 printable ASCII characters). A retry with the same key "
+        "and body within 24 h returns the first response (header `Idempotent-Replayed: true`) "
+        "and writes nothing."
+    ),
+)
+USER_ID = OpenApiParameter(
+    "user_id",
+    str,
+    OpenApiParameter.PATH,
+    description="The user's external id within the token's tenant.",
+)

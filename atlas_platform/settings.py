@@ -94,9 +94,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "atlas_platform.urls"
-WSGI_APPLICATION = "atlas_platform.wsgi.application"
-ASGI_APPLICATION = "atlas_platform.asgi.application"
+ROOT_URLCONF = "atlas_server.urls"
+WSGI_APPLICATION = "atlas_server.wsgi.application"
+ASGI_APPLICATION = "atlas_server.asgi.application"
 
 TEMPLATES = [
     {
@@ -121,7 +121,7 @@ DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # its connection after every request, and a fresh one costs a TCP handshake, SCRAM
 # authentication and a forked server process (docs/performance.md measured ~10 % of the
 # server's CPU per request). ATLAS_DB_POOL_MAX=0 turns the pool off.
-# Threads serving Django's requests in each server process (atlas_platform/asgi.py); requests
+# Threads serving Django's requests in each server process (atlas_server/asgi.py); requests
 # beyond them wait their turn. Each may hold a pooled database connection while it runs.
 ATLAS_HTTP_THREADS = env.int("ATLAS_HTTP_THREADS", default=16)
 ATLAS_DB_POOL_MIN = env.int("ATLAS_DB_POOL_MIN", default=2)
@@ -311,7 +311,7 @@ ATLAS_ERASURE_PAGE_SIZE = env.int("ATLAS_ERASURE_PAGE_SIZE", default=500)
 ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
 
 # --- MCP and serving -------------------------------------------------------------------------
-# The ASGI app (atlas_platform/asgi.py) serves Django and the MCP endpoints under uvicorn
+# The ASGI app (atlas_server/asgi.py) serves Django and the MCP endpoints under uvicorn
 # (`make run`) or gunicorn with uvicorn workers (deploy/gunicorn.conf.py). The admin's static
 # files come from WhiteNoise inside the app in both, so no separate web server is required:
 # development serves them straight from the apps (no collectstatic); production serves

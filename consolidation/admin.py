@@ -6,13 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from consolidation.llm import model_configured, model_status
 from consolidation.models import ConsolidationRun
 from consolidation.selectors import token_usage_by_tenant
+from consolidation.services.triggers import consolidation_request
 from tenants.admin.base import ScopedModelAdmin
 from tenants.admin.site import site
+from tenants.admin.users import UserAdmin, extend_user_pages, external_id
+from tenants.models import User
 
 
 @admin.register(ConsolidationRun, site=site)
@@ -92,3 +96,17 @@ class ConsolidationRunAdmin(ScopedModelAdmin):
                     messages.INFO,
                 )
         return super().changelist_view(request, extra_context)
+
+
+@admin.action(description="Consolidate memories now", permissions=["act"])
+def consolidate(model_admin: UserAdmin, request: HttpRequest, queryset: QuerySet[User]) -> None:
+    model_admin.each(
+        request,
+        queryset,
+        lambda u: consolidation_request(user=u, trigger="on_demand"),
+        "Consolidation queued for",
+        label=external_id,
+    )
+
+
+extend_user_pages(actions=[consolidate])

@@ -10,7 +10,6 @@ class ConsolidationConfig(AppConfig):
     def ready(self) -> None:
         from consolidation import receivers  # noqa: F401 - connects the turn-path hooks
         from consolidation.dashboard import consolidation_panel
-        from tenants.admin.dashboard import PANELS
+        from tenants.admin.dashboard import add_panel
 
-        if consolidation_panel not in PANELS:
-            PANELS.append(consolidation_panel)
+        add_panel(consolidation_panel)

@@ -9,7 +9,7 @@ worker can answer any request: no sticky sessions needed. See deploy/README.md.
 
 import os
 
-wsgi_app = "atlas_platform.asgi:application"
+wsgi_app = "atlas_server.asgi:application"
 worker_class = "uvicorn_worker.UvicornWorker"  # the maintained successor of uvicorn.workers
 bind = os.environ.get("ATLAS_BIND", "0.0.0.0:8000")
 

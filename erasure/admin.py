@@ -29,6 +29,7 @@ from erasure.services import (
     forget_request_reject,
     forget_request_retry,
 )
+from memory.admin.inspector import register_forget_handoff
 from tenants.admin.base import ReadOnlyInline, ScopedForm, ScopedModelAdmin
 from tenants.admin.site import site
 from tenants.models import User
@@ -44,6 +45,11 @@ def forget_request_form_url(*, user_pk: int, memory_ids: list[str] | None = None
     if memory_ids:
         query["ids"] = ",".join(memory_ids)
     return f"{reverse('admin:erasure_forgetrequest_add')}?{urlencode(query)}"
+
+
+register_forget_handoff(
+    lambda user, ids: forget_request_form_url(user_pk=user.pk, memory_ids=list(ids))
+)
 
 
 class ForgetRequestForm(ScopedForm):
@@ -273,12 +279,12 @@ class ForgetRequestAdmin(ScopedModelAdmin):
 
     @admin.action(description="Retry selected failed requests", permissions=["act"])
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[ForgetRequest]) -> None:
-        done, failed = [], []
         by = self._principal(request)
-        for obj in queryset:
-            try:
-                forget_request_retry(request=obj, by=by)
-                done.append(str(obj.pk))
-            except AtlasError as exc:
-                failed.append(f"Request {obj.pk}: {exc.message}")
-        self.report(request, done, failed, "Queued again")
+        self.each(
+            request,
+            queryset,
+            lambda r: forget_request_retry(request=r, by=by),
+            "Queued again",
+            label=lambda r: str(r.pk),
+            failure="Request {label}: {message}",
+        )

@@ -8,7 +8,6 @@ class ErasureConfig(AppConfig):
 
     def ready(self) -> None:
         from erasure.dashboard import forget_requests_panel
-        from tenants.admin.dashboard import PANELS
+        from tenants.admin.dashboard import add_panel
 
-        if forget_requests_panel not in PANELS:
-            PANELS.append(forget_requests_panel)
+        add_panel(forget_requests_panel)

@@ -5,6 +5,3 @@ class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Memory"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from memory.api import schema  # noqa: F401 - registers the bearer auth for OpenAPI

@@ -5,3 +5,6 @@ class TenantsConfig(AppConfig):
     name = "tenants"
     verbose_name = "Tenants"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from tenants.api import authentication  # noqa: F401 - the bearer scheme for OpenAPI

@@ -29,7 +29,7 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
         .filter(tenant_id=token.tenant_id, external_id=external_id, status=User.Status.ACTIVE)
         .first()
     )
-    if user is None or (token.user_id is not None and token.user_id != user.pk):
+    if user is None:
         raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
     return user
 

@@ -75,7 +75,7 @@ def test_development_generates_per_checkout_secrets(tmp_path):
     assert (tmp_path / "encryption_key").exists()
 
 
-@pytest.mark.parametrize("module", ["atlas_platform.asgi", "atlas_platform.wsgi"])
+@pytest.mark.parametrize("module", ["atlas_server.asgi", "atlas_server.wsgi"])
 def test_the_served_app_imports_in_a_fresh_interpreter(tmp_path, module):
     """What uvicorn / gunicorn do first; import cycles hidden by the test run's import order
     (a DRF setting naming a class in a module that imports DRF's views) show up only here."""
@@ -95,7 +95,7 @@ def test_the_asgi_app_loads_the_embedder_and_freezes_what_start_up_built(tmp_pat
     start-up objects again: under load, full collections of them held the GIL for 100-200 ms
     (docs/performance.md)."""
     code = (
-        "import gc, atlas_platform.asgi, memory.embedding as e; "
+        "import gc, atlas_server.asgi, memory.embedding as e; "
         "print(gc.get_freeze_count(), e.default_embedder.cache_info().currsize)"
     )
 

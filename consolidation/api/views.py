@@ -9,10 +9,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from atlas_platform.openapi import errors
+from atlas_platform.openapi import IDEMPOTENCY_KEY, WRITE_ERRORS, errors
 from consolidation.services.triggers import consolidation_request
 from memory.api.base import UserView
-from memory.api.schema import IDEMPOTENCY_KEY, WRITE_ERRORS
 
 
 class ConsolidateOut(serializers.Serializer[Any]):

@@ -10,9 +10,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from atlas_platform.serializers import StrictCharField
 from erasure.models import ForgetRequest
 from erasure.services.requests import MAX_IDS, MAX_QUERY_CHARS
-from memory.api.serializers import StrictCharField
 
 
 class ForgetRequestIn(serializers.Serializer[Any]):

@@ -1,4 +1,4 @@
-"""``/api/v1/`` routes of the erasure API (included by ``atlas_platform.urls``)."""
+"""``/api/v1/`` routes of the erasure API (included by ``atlas_server.urls``)."""
 
 from django.urls import path
 

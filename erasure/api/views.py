@@ -8,13 +8,12 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from atlas_platform.openapi import errors
+from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, USER_ID, WRITE_ERRORS, errors
+from atlas_platform.views import parsed
 from erasure.api import serializers as s
 from erasure.selectors import forget_request_for_user
 from erasure.services import forget_request_open
 from memory.api.base import UserView
-from memory.api.schema import IDEMPOTENCY_KEY, READ_ERRORS, USER_ID, WRITE_ERRORS
-from memory.api.views import parsed
 
 
 class ForgetRequestsView(UserView):

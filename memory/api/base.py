@@ -1,22 +1,18 @@
-"""The base of every memory endpoint: the request size limit, per-token rate limits, the
-``Idempotency-Key`` ledger for writes, and (for ``/users/{user_id}/...``) the one place that
-resolves the user a token may act for."""
+"""The bases of memory's endpoints (and of other apps' write endpoints): the platform's API
+bases (``atlas_platform.views``, ``tenants.api.base``) with the ``Idempotency-Key`` ledger for
+writes, and the catalog permission."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpResponseBase
-from rest_framework import exceptions, status
-from rest_framework.permissions import SAFE_METHODS, BasePermission
-from rest_framework.renderers import JSONRenderer
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from atlas_platform.exceptions import PermissionDenied, ValidationError
-from memory.api.throttling import TokenRateThrottle
 from memory.models import IdempotencyRecord
 from memory.services.idempotency import (
     StoredResponse,
@@ -25,22 +21,10 @@ from memory.services.idempotency import (
     idempotency_release,
     request_fingerprint,
 )
-from tenants.models import PlatformToken, User
-from tenants.selectors import user_for_token
+from tenants.api.base import TokenApiView, UserApiView
+from tenants.models import PlatformToken
 
 IDEMPOTENT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_code = "request_too_large"
-    default_detail = "The request body is too large."
-
-
-class LengthRequired(exceptions.APIException):
-    status_code = status.HTTP_411_LENGTH_REQUIRED
-    default_code = "length_required"
-    default_detail = "Send the request body with a Content-Length header."
 
 
 class _Replay(Exception):
@@ -50,23 +34,6 @@ class _Replay(Exception):
         self.response = Response(
             stored.body, status=stored.status_code, headers={"Idempotent-Replayed": "true"}
         )
-
-
-def check_body_size(request: Request) -> None:
-    """Refuse a body over ``ATLAS_MAX_REQUEST_BYTES`` before anything reads it, and a chunked
-    body (no length): Django reads a request's body up to its Content-Length only, so it would
-    otherwise be taken for an empty one and refused for fields it does carry."""
-    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
-        raise LengthRequired(
-            "Chunked request bodies are not accepted: send the body with a Content-Length header."
-        )
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    limit = int(settings.ATLAS_MAX_REQUEST_BYTES)
-    if length > limit:
-        raise PayloadTooLarge(f"The request body is {length} bytes; the limit is {limit}.")
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -81,32 +48,17 @@ def idempotency_key(request: Request) -> str | None:
     return key
 
 
-class AtlasView(APIView):
-    """Token-authenticated endpoint with size limit, rate limits and idempotent writes."""
+class IdempotentWrites(TokenApiView):
+    """Writes with an ``Idempotency-Key`` are claimed after the path resolved and before the
+    handler runs; the response is stored on success (a retry gets it back), released on
+    failure."""
 
-    renderer_classes = [JSONRenderer]
-    throttle_classes = [TokenRateThrottle]
     idempotent = True  # False for POSTs that only read (recall)
     _claim: IdempotencyRecord | None = None
 
-    @property
-    def token(self) -> PlatformToken:
-        token = self.request.auth
-        if not isinstance(token, PlatformToken):  # only token authentication is configured
-            raise exceptions.NotAuthenticated()
-        return token
-
-    def rate_scope(self, request: Request) -> str:
-        return "read" if request.method in SAFE_METHODS else "write"
-
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        check_body_size(request)
         super().initial(request, *args, **kwargs)
-        self.resolve(**kwargs)
         self._claim_key(request)
-
-    def resolve(self, **kwargs: Any) -> None:
-        """Hook: load what the path names (and refuse what the token may not reach)."""
 
     def _claim_key(self, request: Request) -> None:
         key = idempotency_key(request)
@@ -147,14 +99,13 @@ class AtlasView(APIView):
                 self._claim = None
 
 
-class UserView(AtlasView):
-    """``/users/{user_id}/...``: ``self.subject`` is the user the token may act for, resolved
-    before any handler runs (404 for another tenant's or another user's id)."""
+class AtlasView(IdempotentWrites):
+    """A token-authenticated endpoint: size limit, rate limits, idempotent writes."""
 
-    subject: User
 
-    def resolve(self, **kwargs: Any) -> None:
-        self.subject = user_for_token(token=self.token, external_id=kwargs["user_id"])
+class UserView(IdempotentWrites, UserApiView):
+    """``/users/{user_id}/...`` (``self.subject``, resolved before any handler) with idempotent
+    writes."""
 
 
 class CatalogAccess(BasePermission):

@@ -12,20 +12,12 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from atlas_platform.serializers import StrictCharField
 from memory.engine.types import PERSONAL_TYPES, MemoryDoc
 from memory.services.recall import RecallHit
 from memory.services.writes import CONTRADICTIONS, FACT_TYPES, WRITABLE_TYPES
 
 TEXT_HELP = "Verbatim text (at most ATLAS_MAX_MEMORY_CHARS characters, 8000 by default)."
-
-
-class StrictCharField(serializers.CharField):
-    """A string, and only a string: no silent ``5`` -> ``"5"`` for memory text and ids."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 def _text(help_text: str = TEXT_HELP) -> serializers.CharField:

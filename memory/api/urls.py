@@ -1,17 +1,13 @@
-"""``/api/v1/`` routes of the memory API (included by ``atlas_platform.urls``)."""
+"""``/api/v1/`` routes of the memory API (included by ``atlas_server.urls``)."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.permissions import AllowAny
 
-from consolidation.api.views import ConsolidateView
 from memory.api import views
 from memory.api.schema import CATALOG_ID_PATTERN
 
 # Catalog ids are chosen by the tenant: a conservative alphabet keeps them URL- and log-safe.
 CATALOG_ID = f"(?P<memory_id>{CATALOG_ID_PATTERN.strip('^$')})"
 USER = "users/<str:user_id>"
-PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny]}
 
 urlpatterns = [
     path(f"{USER}/turns", views.TurnsView.as_view(), name="api-turns"),
@@ -28,15 +24,8 @@ urlpatterns = [
         views.ProcedureOutcomeView.as_view(),
         name="api-procedure-outcome",
     ),
-    path(f"{USER}/consolidate", ConsolidateView.as_view(), name="api-consolidate"),
     path("catalog", views.CatalogView.as_view(), name="api-catalog"),
     re_path(
         rf"^catalog/{CATALOG_ID}$", views.CatalogDocumentView.as_view(), name="api-catalog-doc"
-    ),
-    path("schema/", SpectacularAPIView.as_view(**PUBLIC), name="api-schema"),
-    path(
-        "docs/",
-        SpectacularSwaggerView.as_view(url_name="api-schema", **PUBLIC),
-        name="api-docs",
     ),
 ]

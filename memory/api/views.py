@@ -9,22 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from atlas_platform.openapi import errors
-from memory.api import serializers as s
-from memory.api.base import AtlasView, CatalogAccess, UserView
-from memory.api.schema import (
+from atlas_platform.openapi import (
     BODY_READ_ERRORS,
-    CATALOG_ID,
     IDEMPOTENCY_KEY,
-    MEMORY_ID,
     READ_ERRORS,
     WRITE_ERRORS,
+    errors,
 )
+from atlas_platform.views import parsed
+from memory.api import serializers as s
+from memory.api.base import AtlasView, CatalogAccess, UserView
+from memory.api.schema import CATALOG_ID, MEMORY_ID
 from memory.engine.types import MemoryDoc
 from memory.selectors import catalog_list, memory_get, memory_history
 from memory.services.catalog import catalog_delete, catalog_import
@@ -35,13 +35,6 @@ from memory.services.writes import (
     memory_write,
     procedure_outcome_record,
 )
-
-
-def parsed(serializer_class: type[serializers.Serializer[Any]], data: Any) -> dict[str, Any]:
-    """Validated input (a 400 in the shared shape otherwise)."""
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def memory_response(doc: MemoryDoc, code: int = status.HTTP_200_OK) -> Response:

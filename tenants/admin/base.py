@@ -7,6 +7,7 @@ goes through ``OperatorScope``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from django import forms
@@ -141,6 +142,32 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         raise NotImplementedError
 
     # --- helpers for actions ----------------------------------------------------------------
+    def each(
+        self,
+        request: HttpRequest,
+        objects: Iterable[Any],
+        act: Callable[[Any], object],
+        verb: str,
+        *,
+        label: Callable[[Any], str] = str,
+        failure: str = "{label}: {message}",
+    ) -> None:
+        """The one bulk-action loop: ``act`` on each object, one service call each. An
+        ``AtlasError`` is reported with ``failure`` (``{label}``, ``{message}``) and the loop
+        goes on; a ``str`` that ``act`` returns is a warning about an object it did act on. The
+        objects done are listed after ``verb``."""
+        done, failed = [], []
+        for obj in objects:
+            try:
+                warning = act(obj)
+            except AtlasError as exc:
+                failed.append(failure.format(label=label(obj), message=exc.message))
+                continue
+            done.append(label(obj))
+            if isinstance(warning, str):
+                failed.append(warning)
+        self.report(request, done, failed, verb)
+
     def report(self, request: HttpRequest, done: list[str], failed: list[str], verb: str) -> None:
         if done:
             self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)

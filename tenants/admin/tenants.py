@@ -19,7 +19,6 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
-from atlas_platform.exceptions import AtlasError
 from tenants.admin.base import ScopedModelAdmin
 from tenants.admin.dashboard import dashboard_panels
 from tenants.admin.forms import TenantOnboardForm
@@ -168,20 +167,14 @@ class TenantAdmin(ScopedModelAdmin):
 
     @admin.action(description="Suspend selected tenants", permissions=["suspend"])
     def suspend(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
-        self._each(request, queryset, tenant_suspend, "Suspended")
+        self.each(request, queryset, lambda t: tenant_suspend(tenant=t), "Suspended", label=_slug)
 
     @admin.action(description="Reactivate selected tenants", permissions=["suspend"])
     def reactivate(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
-        self._each(request, queryset, tenant_reactivate, "Reactivated")
+        self.each(
+            request, queryset, lambda t: tenant_reactivate(tenant=t), "Reactivated", label=_slug
+        )
 
-    def _each(
-        self, request: HttpRequest, queryset: QuerySet[Tenant], service: Any, verb: str
-    ) -> None:
-        done, failed = [], []
-        for tenant in queryset:
-            try:
-                service(tenant=tenant)
-                done.append(tenant.slug)
-            except AtlasError as exc:
-                failed.append(f"{tenant.slug}: {exc.message}")
-        self.report(request, done, failed, verb)
+
+def _slug(tenant: Tenant) -> str:
+    return tenant.slug

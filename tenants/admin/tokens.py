@@ -10,7 +10,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from atlas_platform.exceptions import AtlasError
 from tenants.admin.base import ScopedModelAdmin
 from tenants.admin.forms import OperatorAddForm, TokenIssueForm
 from tenants.admin.site import site
@@ -78,14 +77,9 @@ class PlatformTokenAdmin(ScopedModelAdmin):
 
     @admin.action(description="Revoke selected tokens", permissions=["act"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[PlatformToken]) -> None:
-        done, failed = [], []
-        for token in queryset:
-            try:
-                token_revoke(token=token)
-                done.append(token.name)
-            except AtlasError as exc:
-                failed.append(f"{token.name}: {exc.message}")
-        self.report(request, done, failed, "Revoked")
+        self.each(
+            request, queryset, lambda t: token_revoke(token=t), "Revoked", label=lambda t: t.name
+        )
 
 
 @admin.register(ScopedKey, site=site)
@@ -109,14 +103,13 @@ class ScopedKeyAdmin(ScopedModelAdmin):
 
     @admin.action(description="Invalidate selected keys on the cluster", permissions=["act"])
     def invalidate(self, request: HttpRequest, queryset: QuerySet[ScopedKey]) -> None:
-        done, failed = [], []
-        for key in queryset.exclude(status=ScopedKey.Status.INVALIDATED):
-            try:
-                scoped_key_invalidate(key=key)
-                done.append(key.key_id)
-            except AtlasError as exc:
-                failed.append(f"{key.key_id}: {exc.message}")
-        self.report(request, done, failed, "Invalidated")
+        self.each(
+            request,
+            queryset.exclude(status=ScopedKey.Status.INVALIDATED),
+            lambda k: scoped_key_invalidate(key=k),
+            "Invalidated",
+            label=lambda k: k.key_id,
+        )
 
 
 @admin.register(Operator, site=site)

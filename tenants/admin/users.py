@@ -3,7 +3,7 @@ the MCP client configuration for each user."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -12,14 +12,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.html import format_html
 
 from atlas_platform.exceptions import AtlasError
-from memory.mcp.client_config import client_configs, own_user_mcp_url, user_mcp_url
 from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
 from tenants.admin.forms import UserAddForm
-from tenants.admin.inspector import MemoryInspector
 from tenants.admin.site import site
 from tenants.models import ScopedKey, User
 from tenants.selectors import user_key_status
@@ -57,7 +54,6 @@ class UserAdmin(ScopedModelAdmin):
         "key_age",
         "last_rotation",
         "created_at",
-        "memory_link",
     ]
     list_filter = [("tenant", admin.RelatedOnlyFieldListFilter), "status"]
     list_select_related = ["tenant"]
@@ -68,37 +64,16 @@ class UserAdmin(ScopedModelAdmin):
         "display_name",
         "status",
         "created_at",
-        "memory_inspector",
-        "mcp_client_config",
     )
     readonly_fields = fields
     inlines = [ScopedKeyInline]
-    actions = ["rotate_key", "provision_key", "consolidate", "disable", "enable"]
+    actions: list[Any] = ["rotate_key", "provision_key", "disable", "enable"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).prefetch_related("scoped_keys")
 
     def get_urls(self) -> list[URLPattern]:
-        return [*MemoryInspector(self).urls(), *super().get_urls()]
-
-    @admin.display(description="memory")
-    def memory_link(self, user: User) -> str:
-        return format_html(
-            '<a href="{}">inspect</a>', reverse("admin:tenants_user_memories", args=[user.pk])
-        )
-
-    @admin.display(description="memory inspector")
-    def memory_inspector(self, user: User) -> str:
-        links = [
-            ("tenants_user_memories", "memories by type"),
-            ("tenants_user_recall", "search (recall as this user)"),
-            ("tenants_user_playbooks", "playbooks"),
-        ]
-        return format_html_join(
-            " · ",
-            '<a href="{}">{}</a>',
-            ((reverse(f"admin:{name}", args=[user.pk]), label) for name, label in links),
-        )
+        return [*(p for urls in USER_URLS for p in urls(self)), *super().get_urls()]
 
     @admin.display(description="key")
     def key_status(self, user: User) -> str:
@@ -117,20 +92,6 @@ class UserAdmin(ScopedModelAdmin):
     def last_rotation(self, user: User) -> str:
         return user_key_status(user=user).last_rotated_at or "never"
 
-    @admin.display(description="MCP client config")
-    def mcp_client_config(self, user: User) -> SafeString:
-        base = _base_url.get()
-        url = user_mcp_url(base, user.external_id)
-        issue = reverse("admin:tenants_platformtoken_add")
-        return format_html(
-            "<p>Replace <code>&lt;ATLAS_TOKEN&gt;</code> with a token for this user or for the "
-            'tenant: <a href="{}">issue one under Platform tokens</a> (shown once). A token of '
-            "this user alone may also use <code>{}</code>.</p><pre>{}</pre>",
-            issue,
-            own_user_mcp_url(base),
-            client_configs(url),
-        )
-
     def change_view(
         self,
         request: HttpRequest,
@@ -138,7 +99,7 @@ class UserAdmin(ScopedModelAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        """Render the page here, while ``mcp_client_config`` knows the host it was reached on."""
+        """Render the page here, while fields know the host it was reached on (``site_url``)."""
         reset = _base_url.set(request.build_absolute_uri("/"))
         try:
             response = super().change_view(request, object_id, form_url, extra_context)
@@ -170,56 +131,87 @@ class UserAdmin(ScopedModelAdmin):
 
     @admin.action(description="Rotate scoped key", permissions=["act"])
     def rotate_key(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        done, failed = [], []
-        for user in queryset:
-            try:
-                rotation = scoped_key_rotate(user=user)
-            except AtlasError as exc:
-                failed.append(
-                    f"{user.external_id}: rotation failed, old key still valid. {exc.message}"
-                )
-                continue
-            done.append(user.external_id)
-            if not rotation.old_key_invalidated:
-                failed.append(
-                    f"{user.external_id}: new key active, but old key {rotation.old_key.key_id} "
-                    "could not be invalidated yet; invalidate it from Scoped keys."
-                )
-        self.report(request, done, failed, "Rotated keys of")
+        def rotate(user: User) -> str | None:
+            rotation = scoped_key_rotate(user=user)
+            if rotation.old_key_invalidated:
+                return None
+            return (
+                f"{user.external_id}: new key active, but old key {rotation.old_key.key_id} "
+                "could not be invalidated yet; invalidate it from Scoped keys."
+            )
+
+        self.each(
+            request,
+            queryset,
+            rotate,
+            "Rotated keys of",
+            label=external_id,
+            failure="{label}: rotation failed, old key still valid. {message}",
+        )
 
     @admin.action(description="Provision scoped key", permissions=["act"])
     def provision_key(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        self._each(request, queryset, lambda u: scoped_key_provision(user=u), "Provisioned keys of")
-
-    @admin.action(description="Consolidate memories now", permissions=["act"])
-    def consolidate(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        from consolidation.services.triggers import consolidation_request
-
-        self._each(
+        self.each(
             request,
             queryset,
-            lambda u: consolidation_request(user=u, trigger="on_demand"),
-            "Consolidation queued for",
+            lambda u: scoped_key_provision(user=u),
+            "Provisioned keys of",
+            label=external_id,
         )
 
     @admin.action(description="Disable selected users", permissions=["act"])
     def disable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        self._each(
-            request, queryset, lambda u: user_set_status(user=u, status="disabled"), "Disabled"
+        self.each(
+            request,
+            queryset,
+            lambda u: user_set_status(user=u, status="disabled"),
+            "Disabled",
+            label=external_id,
         )
 
     @admin.action(description="Enable selected users", permissions=["act"])
     def enable(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        self._each(request, queryset, lambda u: user_set_status(user=u, status="active"), "Enabled")
+        self.each(
+            request,
+            queryset,
+            lambda u: user_set_status(user=u, status="active"),
+            "Enabled",
+            label=external_id,
+        )
 
-    def _each(
-        self, request: HttpRequest, queryset: QuerySet[User], fn: Callable[[User], Any], verb: str
-    ) -> None:
-        done, failed = [], []
-        for user in queryset:
-            try:
-                fn(user)
-                done.append(user.external_id)
-            except AtlasError as exc:
-                failed.append(f"{user.external_id}: {exc.message}")
-        self.report(request, done, failed, verb)
+
+def external_id(user: User) -> str:
+    return user.external_id
+
+
+def site_url() -> str:
+    """The site's own address as the operator reached it, while a user page renders."""
+    return _base_url.get()
+
+
+# --- EXTENSION POINT ---------------------------------------------------------------------------
+# Apps above tenants add to the user pages from their admin module: list columns and change-page
+# fields (functions of the user, decorated with ``admin.display``), bulk actions (functions of
+# ``(model_admin, request, queryset)``, decorated with ``admin.action``) and pages (a function of
+# the user admin returning URL patterns). memory adds its inspector; consolidation its action.
+USER_URLS: list[Callable[[UserAdmin], list[URLPattern]]] = []
+
+
+def extend_user_pages(
+    *,
+    columns: Sequence[Callable[[User], Any]] = (),
+    fields: Sequence[Callable[[User], Any]] = (),
+    actions: Sequence[Callable[..., None]] = (),
+    urls: Callable[[UserAdmin], list[URLPattern]] | None = None,
+) -> None:
+    """Add to the user pages (idempotent: what is there already is not added twice)."""
+    UserAdmin.list_display = [*UserAdmin.list_display, *_new(UserAdmin.list_display, columns)]
+    UserAdmin.fields = (*UserAdmin.fields, *_new(UserAdmin.fields, fields))
+    UserAdmin.readonly_fields = UserAdmin.fields
+    UserAdmin.actions = [*UserAdmin.actions, *_new(UserAdmin.actions, actions)]
+    if urls is not None and urls not in USER_URLS:
+        USER_URLS.append(urls)
+
+
+def _new(present: Sequence[Any], added: Sequence[Any]) -> list[Any]:
+    return [item for item in added if item not in present]

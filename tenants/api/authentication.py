@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -45,3 +46,18 @@ class PlatformTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Any) -> str:
         return self.keyword
+
+
+class PlatformTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """``Authorization: Bearer atlas_<lookup>_<secret>`` (a platform token)."""
+
+    target_class = "tenants.api.authentication.PlatformTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "atlas_<lookup>_<secret>",
+            "description": "A platform token issued in the admin (shown once).",
+        }

@@ -42,8 +42,8 @@ def embedded_store(settings: Any, tmp_path: Any) -> Iterator[None]:
 
 @pytest.fixture
 def atlas_server(transactional_db: None, embedded_store: None) -> Iterator[str]:
-    """The base URL of a live server running ``atlas_platform.asgi.application``."""
-    from atlas_platform.asgi import application
+    """The base URL of a live server running ``atlas_server.asgi.application``."""
+    from atlas_server.asgi import application
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from memory import bookkeeping
+from memory.admin import dashboard as memory_dashboard
 from memory.models import OVERFLOW_MS, RecallStat
 from memory.selectors import histogram_percentile, recall_stats
 from memory.services.recall import memory_recall
@@ -55,12 +56,12 @@ def test_the_dashboard_charts_memories_by_type_and_growth(store, acme, alice, bo
 def test_bucket_starts_cover_the_last_weeks_and_months():
     today = date(2026, 1, 14)  # a Wednesday
 
-    assert dashboard.bucket_starts("week", today, 3) == [
+    assert memory_dashboard.bucket_starts("week", today, 3) == [
         date(2025, 12, 29),
         date(2026, 1, 5),
         date(2026, 1, 12),
     ]
-    assert dashboard.bucket_starts("month", today, 3) == [
+    assert memory_dashboard.bucket_starts("month", today, 3) == [
         date(2025, 11, 1),
         date(2025, 12, 1),
         date(2026, 1, 1),
@@ -140,7 +141,7 @@ def test_a_panel_that_fails_says_so_instead_of_breaking_the_page(
     def broken(**kwargs):
         raise AtlasError("the store is down")
 
-    monkeypatch.setattr(dashboard, "tenant_memory_growth", broken)
+    monkeypatch.setattr(memory_dashboard, "tenant_memory_growth", broken)
 
     page = acme_client.get(board(acme)).content.decode()
 

@@ -1,3 +1,5 @@
+"""WSGI entry point (Django alone, without the MCP endpoints; ``atlas_server.asgi`` serves both)."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from memory import bookkeeping
+from memory.admin import inspector
 from memory.models import RecallStat
 from memory.selectors import memory_get
 from memory.services.writes import (
@@ -17,7 +18,6 @@ from memory.services.writes import (
     memory_write,
     procedure_outcome_record,
 )
-from tenants.admin import inspector
 from tenants.models import Tenant, User
 from tenants.services.scoped_keys import scoped_key_provision
 

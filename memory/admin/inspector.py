@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -21,12 +20,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, URLPattern, path, reverse
+from django.urls import URLPattern, path, reverse
 
 from atlas_platform.exceptions import AtlasError, NotFound
-from memory.engine.types import PERSONAL_TYPES
 from memory.selectors import memory_counts, memory_history, memory_page
 from memory.services.recall import memory_recall
+from memory.types import PERSONAL_TYPES
 from tenants.models import User
 
 if TYPE_CHECKING:
@@ -36,15 +35,20 @@ MEMORY_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PAGE_SIZE = 25
 
 
+# EXTENSION POINT (erasure): where the inspector's forget buttons lead, a function of the user
+# and the selected memory ids; the erasure app's admin registers its forget-request form.
+ForgetHandoff = Callable[[User, Sequence[str]], str]
+_forget_handoff: list[ForgetHandoff] = []
+
+
+def register_forget_handoff(handoff: ForgetHandoff) -> None:
+    _forget_handoff[:] = [handoff]
+
+
 def forget_request_url(user: User, memory_ids: Sequence[str]) -> str | None:
-    """EXTENSION POINT (erasure): where the inspector's forget buttons lead — the forget-request
-    form, preselected with the user and the memories. None while no erasure app is installed
-    (then no forget button is shown anywhere)."""
-    try:
-        form = reverse("admin:erasure_forgetrequest_add")
-    except NoReverseMatch:
-        return None
-    return f"{form}?{urlencode({'user': user.pk, 'ids': ','.join(memory_ids)})}"
+    """The page a forget of these memories goes to; None while no app handles forgetting (then
+    no forget button is shown anywhere)."""
+    return _forget_handoff[0](user, memory_ids) if _forget_handoff else None
 
 
 class MemoryFilterForm(forms.Form):

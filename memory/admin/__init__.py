@@ -1,0 +1,15 @@
+"""memory's admin pages, added to the tenants admin through its extension points: the memory
+inspector on each user (with its links and the MCP client snippet on the user page) and the
+store and recall panels of the tenant dashboard."""
+
+from memory.admin import dashboard, users
+from tenants.admin.dashboard import add_panel
+from tenants.admin.users import extend_user_pages
+
+extend_user_pages(
+    columns=[users.memory_link],
+    fields=[users.memory_inspector, users.mcp_client_config],
+    urls=users.inspector_urls,
+)
+add_panel(dashboard.recall_panel, first=True)
+add_panel(dashboard.memories_panel, first=True)
