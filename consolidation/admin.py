@@ -13,10 +13,11 @@ from consolidation.llm import model_configured, model_status
 from consolidation.models import ConsolidationRun
 from consolidation.selectors import token_usage_by_tenant
 from consolidation.services.triggers import consolidation_request
-from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.base import ScopedModelAdmin, extend_admin
 from tenants.admin.site import site
+from tenants.admin.tenants import TenantAdmin
 from tenants.admin.users import UserAdmin, extend_user_pages, external_id
-from tenants.models import User
+from tenants.models import Tenant, User
 
 
 @admin.register(ConsolidationRun, site=site)
@@ -109,4 +110,10 @@ def consolidate(model_admin: UserAdmin, request: HttpRequest, queryset: QuerySet
     )
 
 
+@admin.display(description="consolidation model")
+def consolidation_model(tenant: Tenant) -> str:
+    return model_status()
+
+
 extend_user_pages(actions=[consolidate])
+extend_admin(TenantAdmin, fields=[consolidation_model])

@@ -7,7 +7,7 @@ goes through ``OperatorScope``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from django import forms
@@ -173,3 +173,24 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
         for failure in failed:
             self.message_user(request, failure, messages.ERROR)
+
+
+def extend_admin(
+    admin_class: type[admin.ModelAdmin],  # type: ignore[type-arg]
+    *,
+    columns: Sequence[Callable[[Any], Any]] = (),
+    fields: Sequence[Callable[[Any], Any]] = (),
+    actions: Sequence[Callable[..., None]] = (),
+) -> None:
+    """EXTENSION POINT: an app above tenants adds to one of tenants' admin pages from its own
+    admin module: list columns and read-only change-page fields (functions of the object,
+    decorated with ``admin.display``) and bulk actions (functions of ``(model_admin, request,
+    queryset)``, decorated with ``admin.action``). Idempotent."""
+
+    def added(present: Sequence[Any], new: Sequence[Any]) -> list[Any]:
+        return [*present, *(item for item in new if item not in present)]
+
+    admin_class.list_display = added(admin_class.list_display, columns)
+    admin_class.fields = added(admin_class.fields or (), fields)
+    admin_class.readonly_fields = added(admin_class.readonly_fields, fields)
+    admin_class.actions = added(admin_class.actions or (), actions)

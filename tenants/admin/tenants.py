@@ -64,7 +64,6 @@ class TenantAdmin(ScopedModelAdmin):
         "isolation",
         "dashboard_link",
         *TUNABLE_FIELDS,
-        "consolidation",
         "created_at",
     ]
     readonly_fields = [
@@ -72,7 +71,6 @@ class TenantAdmin(ScopedModelAdmin):
         "status",
         "isolation",
         "dashboard_link",
-        "consolidation",
         "created_at",
     ]
     actions = ["suspend", "reactivate"]
@@ -113,12 +111,6 @@ class TenantAdmin(ScopedModelAdmin):
     @admin.display(description="isolation")
     def isolation(self, tenant: Tenant) -> str:
         return isolation_badge(tenant)
-
-    @admin.display(description="consolidation model")
-    def consolidation(self, tenant: Tenant) -> str:
-        from consolidation.llm import model_status
-
-        return model_status()
 
     @admin.display(description="users", ordering="user_total")
     def user_count(self, tenant: Tenant) -> int:

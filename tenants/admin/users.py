@@ -15,7 +15,7 @@ from django.urls import URLPattern, reverse
 from django.utils.html import format_html
 
 from atlas_platform.exceptions import AtlasError
-from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
+from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin, extend_admin
 from tenants.admin.forms import UserAddForm
 from tenants.admin.site import site
 from tenants.models import ScopedKey, User
@@ -205,13 +205,6 @@ def extend_user_pages(
     urls: Callable[[UserAdmin], list[URLPattern]] | None = None,
 ) -> None:
     """Add to the user pages (idempotent: what is there already is not added twice)."""
-    UserAdmin.list_display = [*UserAdmin.list_display, *_new(UserAdmin.list_display, columns)]
-    UserAdmin.fields = (*UserAdmin.fields, *_new(UserAdmin.fields, fields))
-    UserAdmin.readonly_fields = UserAdmin.fields
-    UserAdmin.actions = [*UserAdmin.actions, *_new(UserAdmin.actions, actions)]
+    extend_admin(UserAdmin, columns=columns, fields=fields, actions=actions)
     if urls is not None and urls not in USER_URLS:
         USER_URLS.append(urls)
-
-
-def _new(present: Sequence[Any], added: Sequence[Any]) -> list[Any]:
-    return [item for item in added if item not in present]

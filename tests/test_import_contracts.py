@@ -1,0 +1,94 @@
+"""The import contracts (pyproject.toml, ``[tool.importlinter]``) that `make lint` checks: the
+tree keeps them, and a back arrow breaks them. Run on a copy of the tree, so a probe module
+never touches the checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(  # noqa: S603 - our own venv's tool on our own copy
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("tree")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    for package in CONFIG["root_packages"]:
+        shutil.copytree(
+            ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return copy
+
+
+def probe(tree: Path, module: str, line: str) -> Path:
+    path = tree.joinpath(*module.split(".")).with_suffix(".py")
+    path.write_text(f'"""A probe: one forbidden import."""\n\n{line}\n')
+    return path
+
+
+def test_the_tree_keeps_every_import_contract(tree):
+    result = lint_imports(tree)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        ("atlas_platform.probe", "import tenants.models", "Apps import only downwards"),
+        ("tenants.probe", "import memory.selectors", "Apps import only downwards"),
+        ("memory.probe", "import erasure.models", "Apps import only downwards"),
+        ("consolidation.probe", "import erasure.models", "Apps import only downwards"),
+        ("erasure.probe", "import memory.engine.base", "reach the engine"),
+        ("memory.api.probe", "import memory.engine.registry", "reach the engine"),
+    ],
+)
+def test_a_forbidden_import_breaks_a_contract(tree, module, line, broken):
+    path = probe(tree, module, line)
+    try:
+        result = lint_imports(tree)
+    finally:
+        path.unlink()
+
+    assert result.returncode != 0
+    assert f"{broken}" in result.stdout and "BROKEN" in result.stdout
+    assert module in result.stdout
+
+
+def test_an_import_cycle_inside_an_app_breaks_a_contract(tree):
+    # erasure.selectors already reads erasure.models; the models importing back makes a cycle.
+    path = probe(tree, "erasure.models_probe", "import erasure.selectors")
+    models = tree / "erasure" / "models.py"
+    original = models.read_text()
+    models.write_text(original + "\nimport erasure.models_probe  # noqa: E402, F401\n")
+    try:
+        result = lint_imports(tree)
+    finally:
+        models.write_text(original)
+        path.unlink()
+
+    assert result.returncode != 0
+    assert "No import cycles" in result.stdout and "BROKEN" in result.stdout
