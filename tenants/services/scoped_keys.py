@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from atlas_platform.cluster import ApiKey, Cluster, require_cluster
@@ -53,7 +53,9 @@ def role_descriptors(*, index_pattern: str, tenant_id: str, user_id: str) -> dic
     }
 
 
-def _create_key(cluster: Cluster, user: User) -> ApiKey:
+def create_cluster_key(cluster: Cluster, user: User) -> ApiKey:
+    """The user's new key on the cluster (a network call: never inside a transaction); record
+    it with ``key_row`` in the transaction that follows."""
     stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
     return cluster.create_api_key(
         name=f"atlas-{user.tenant.slug}-{user.pk}-{stamp}",
@@ -74,46 +76,43 @@ def _forget_orphan(cluster: Cluster, key: ApiKey) -> None:
         logger.error("orphaned API key left valid", extra={"key_id": key.id})
 
 
-def create_key_row(
-    *, cluster: Cluster, user: User, rotated_from: ScopedKey | None = None
-) -> ScopedKey:
-    """Create the cluster key and its (encrypted) row. Call inside a transaction.
-
-    If the row cannot be written, the cluster key is invalidated again.
-    """
-    api_key = _create_key(cluster, user)
-    try:
-        with transaction.atomic():
-            return ScopedKey.objects.create(
-                user=user,
-                key_id=api_key.id,
-                key_name=f"atlas-{user.tenant.slug}-{user.pk}",
-                encrypted_secret=encrypt(api_key.secret),
-                rotated_from=rotated_from,
-            )
-    except Exception:
-        _forget_orphan(cluster, api_key)
-        raise
+def key_row(*, user: User, api_key: ApiKey, rotated_from: ScopedKey | None = None) -> ScopedKey:
+    """The (encrypted) row of a key just created on the cluster. Call inside a transaction."""
+    return ScopedKey.objects.create(
+        user=user,
+        key_id=api_key.id,
+        key_name=f"atlas-{user.tenant.slug}-{user.pk}",
+        encrypted_secret=encrypt(api_key.secret),
+        rotated_from=rotated_from,
+    )
 
 
 def scoped_key_provision(*, user: User) -> ScopedKey:
-    """Give a user their first (or, after invalidation, a new) scoped key."""
+    """Give a user their first (or, after invalidation, a new) scoped key.
+
+    The cluster key is created first, outside any transaction; its row and audit event are
+    then written in one. If they cannot be (another key became active meanwhile: the one
+    active key per user constraint), the cluster key is invalidated again."""
     cluster = require_cluster()
-    with transaction.atomic():
-        if (
-            ScopedKey.objects.select_for_update()
-            .filter(user=user, status=ScopedKey.Status.ACTIVE)
-            .exists()
-        ):
-            raise Conflict("The user already has an active key: rotate it instead.")
-        key = create_key_row(cluster=cluster, user=user)
-        audit_record(
-            action="key.provision",
-            tenant=user.tenant,
-            subject_user=user,
-            target=key,
-            metadata={"key_id": key.key_id},
-        )
+    if ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE).exists():
+        raise Conflict("The user already has an active key: rotate it instead.")
+    api_key = create_cluster_key(cluster, user)
+    try:
+        with transaction.atomic():
+            key = key_row(user=user, api_key=api_key)
+            audit_record(
+                action="key.provision",
+                tenant=user.tenant,
+                subject_user=user,
+                target=key,
+                metadata={"key_id": key.key_id},
+            )
+    except IntegrityError as exc:
+        _forget_orphan(cluster, api_key)
+        raise Conflict("The user already has an active key: rotate it instead.") from exc
+    except Exception:
+        _forget_orphan(cluster, api_key)
+        raise
     return key
 
 
@@ -132,24 +131,32 @@ def scoped_key_rotate(*, user: User) -> Rotation:
     "invalidation pending" for ``scoped_key_invalidate`` to finish; the result says so.
     """
     cluster = require_cluster()
-    with transaction.atomic():
-        old = (
-            ScopedKey.objects.select_for_update()
-            .filter(user=user, status=ScopedKey.Status.ACTIVE)
-            .first()
-        )
-        if old is None:
-            raise Conflict("The user has no active key to rotate: provision one.")
-        old.status = ScopedKey.Status.PENDING_INVALIDATION
-        old.save(update_fields=["status"])
-        new = create_key_row(cluster=cluster, user=user, rotated_from=old)
-        audit_record(
-            action="key.rotate",
-            tenant=user.tenant,
-            subject_user=user,
-            target=new,
-            metadata={"key_id": new.key_id, "old_key_id": old.key_id},
-        )
+    current = ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE).first()
+    if current is None:
+        raise Conflict("The user has no active key to rotate: provision one.")
+    api_key = create_cluster_key(cluster, user)  # the network call, before any row is locked
+    try:
+        with transaction.atomic():
+            old = (
+                ScopedKey.objects.select_for_update()
+                .filter(pk=current.pk, status=ScopedKey.Status.ACTIVE)
+                .first()
+            )
+            if old is None:
+                raise Conflict("The key was rotated or invalidated meanwhile.")
+            old.status = ScopedKey.Status.PENDING_INVALIDATION
+            old.save(update_fields=["status"])
+            new = key_row(user=user, api_key=api_key, rotated_from=old)
+            audit_record(
+                action="key.rotate",
+                tenant=user.tenant,
+                subject_user=user,
+                target=new,
+                metadata={"key_id": new.key_id, "old_key_id": old.key_id},
+            )
+    except Exception:
+        _forget_orphan(cluster, api_key)
+        raise
     try:
         cluster.invalidate_api_key(old.key_id)
     except ClusterUnavailable:

@@ -12,11 +12,11 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
-from atlas_platform.cluster import get_cluster
+from atlas_platform.cluster import ApiKey, get_cluster
 from atlas_platform.exceptions import Conflict, ValidationError
 from tenants.models import EXTERNAL_ID_VALIDATOR, Operator, ScopedKey, Tenant, User
 from tenants.services.audit import audit_record
-from tenants.services.scoped_keys import create_key_row
+from tenants.services.scoped_keys import create_cluster_key, key_row
 from tenants.services.users import check_new_account
 from tenants.services.validation import validate
 
@@ -67,8 +67,12 @@ def tenant_onboard(
 ) -> Onboarding:
     """Create a tenant, its first tenant admin and its initial users (with scoped keys).
 
-    All or nothing: if any step fails (a cluster key among them) nothing is written and keys
+    All or nothing: if any step fails (a cluster key among them) nothing is kept and keys
     created so far are invalidated again. One audit event, ``tenant.onboard``.
+
+    Transactions hold rows only: the rows are written first, the users' cluster keys are
+    created outside any transaction, then the key rows and the audit event are written
+    together. A failure after the first commit deletes what it wrote again.
     """
     tenant = Tenant(slug=slug.strip(), name=name.strip())
     validate(tenant)
@@ -77,20 +81,24 @@ def tenant_onboard(
     cluster = get_cluster()
     if cluster is not None and cluster.dls_available():
         tenant.isolation_mode = Tenant.IsolationMode.DLS
-    result: Onboarding | None = None
+    with transaction.atomic():
+        tenant.save()
+        account = get_user_model().objects.create_user(
+            username=admin_username, email=admin_email, password=admin_password, is_staff=True
+        )
+        Operator.objects.create(account=account, role=Operator.Role.TENANT_ADMIN, tenant=tenant)
+        result = Onboarding(tenant=tenant, admin=account)
+        result.users = [User.objects.create(tenant=tenant, external_id=x) for x in ids]
+    created: list[ApiKey] = []
     try:
+        if cluster is not None:
+            for user in result.users:
+                created.append(create_cluster_key(cluster, user))
         with transaction.atomic():
-            tenant.save()
-            account = get_user_model().objects.create_user(
-                username=admin_username, email=admin_email, password=admin_password, is_staff=True
-            )
-            Operator.objects.create(account=account, role=Operator.Role.TENANT_ADMIN, tenant=tenant)
-            result = Onboarding(tenant=tenant, admin=account)
-            for external_id in ids:
-                user = User.objects.create(tenant=tenant, external_id=external_id)
-                result.users.append(user)
-                if cluster is not None:
-                    result.keys.append(create_key_row(cluster=cluster, user=user))
+            result.keys = [
+                key_row(user=user, api_key=api_key)
+                for user, api_key in zip(result.users, created, strict=False)  # none: no cluster
+            ]
             audit_record(
                 action="tenant.onboard",
                 tenant=tenant,
@@ -104,9 +112,13 @@ def tenant_onboard(
                 },
             )
     except Exception:
-        if cluster is not None and result is not None:
-            for key in result.keys:
-                _invalidate_quietly(cluster, key.key_id)
+        for api_key in created:
+            _invalidate_quietly(cluster, api_key.id)
+        with transaction.atomic():  # no audit row was written yet: nothing else points here
+            User.objects.filter(tenant=tenant).delete()
+            Operator.objects.filter(tenant=tenant).delete()
+            tenant.delete()
+            account.delete()
         raise
     return result
 

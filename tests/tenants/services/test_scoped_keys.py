@@ -180,3 +180,59 @@ def test_a_failed_final_invalidation_leaves_the_old_key_pending_until_retried(
 
 def test_the_cluster_licence_allows_document_level_security(es):
     assert Cluster(es).dls_available()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keys_are_created_and_invalidated_on_the_cluster_with_no_row_locked(
+    es, alice, monkeypatch
+):
+    from django.db import connection
+
+    calls = []
+    create, invalidate = Cluster.create_api_key, Cluster.invalidate_api_key
+
+    def watched_create(self, **kwargs):
+        calls.append(("create", connection.in_atomic_block))
+        return create(self, **kwargs)
+
+    def watched_invalidate(self, key_id):
+        calls.append(("invalidate", connection.in_atomic_block))
+        return invalidate(self, key_id)
+
+    monkeypatch.setattr(Cluster, "create_api_key", watched_create)
+    monkeypatch.setattr(Cluster, "invalidate_api_key", watched_invalidate)
+
+    key = scoped_key_provision(user=alice)
+    scoped_key_rotate(user=alice)
+    scoped_key_invalidate(key=alice.current_key())
+
+    assert calls == [
+        ("create", False),
+        ("create", False),
+        ("invalidate", False),
+        ("invalidate", False),
+    ]
+    assert key.status == ScopedKey.Status.ACTIVE  # the row as provisioned
+
+
+def test_a_rotation_that_loses_a_race_invalidates_the_key_it_made(es, seeded, alice, monkeypatch):
+    old = scoped_key_provision(user=alice)
+    made = []
+    create = Cluster.create_api_key
+
+    def create_while_another_rotates(self, **kwargs):
+        key = create(self, **kwargs)
+        made.append(key)
+        # Meanwhile another operator's rotation (or an invalidation) took the old key.
+        ScopedKey.objects.filter(pk=old.pk).update(status=ScopedKey.Status.PENDING_INVALIDATION)
+        return key
+
+    monkeypatch.setattr(Cluster, "create_api_key", create_while_another_rotates)
+
+    with pytest.raises(Conflict):
+        scoped_key_rotate(user=alice)
+
+    assert list(ScopedKey.objects.filter(user=alice)) == [old]
+    assert AuditEvent.objects.filter(action="key.rotate").count() == 0
+    with pytest.raises(AuthenticationException):
+        Cluster(es).as_api_key(made[0]).search(index=f"{es.index_prefix}-*", size=1)

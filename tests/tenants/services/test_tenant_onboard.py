@@ -1,7 +1,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from atlas_platform.exceptions import ValidationError
+from atlas_platform.exceptions import ClusterUnavailable, ValidationError
 from tenants.models import AuditEvent, Operator, ScopedKey, Tenant, User
 from tenants.services.tenants import tenant_onboard, tenant_update
 
@@ -103,3 +103,54 @@ def test_tenant_update_refuses_fields_that_are_not_tunables(acme):
     acme.refresh_from_db()
     assert acme.slug == "acme" and acme.name == "Acme"
     assert not AuditEvent.objects.exists()
+
+
+def test_a_key_that_fails_after_the_first_leaves_no_tenant_and_no_valid_key(es, monkeypatch):
+    from atlas_platform.cluster import Cluster
+
+    created, invalidated = [], []
+    create, invalidate = Cluster.create_api_key, Cluster.invalidate_api_key
+
+    def create_once(self, **kwargs):
+        if created:
+            raise ClusterUnavailable("the cluster went away")
+        key = create(self, **kwargs)
+        created.append(key.id)
+        return key
+
+    def record_invalidation(self, key_id):
+        invalidated.append(key_id)
+        return invalidate(self, key_id)
+
+    monkeypatch.setattr(Cluster, "create_api_key", create_once)
+    monkeypatch.setattr(Cluster, "invalidate_api_key", record_invalidation)
+
+    with pytest.raises(ClusterUnavailable):
+        tenant_onboard(
+            slug="acme", name="Acme", admin_username="ann", user_external_ids=["a", "b"], **GOOD
+        )
+
+    assert nothing_written() and not ScopedKey.objects.exists()
+    assert len(created) == 1 and invalidated == created
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cluster_is_called_with_no_transaction_open(es, monkeypatch):
+    from django.db import connection
+
+    from atlas_platform.cluster import Cluster
+
+    in_transaction = []
+    create = Cluster.create_api_key
+
+    def watched(self, **kwargs):
+        in_transaction.append(connection.in_atomic_block)
+        return create(self, **kwargs)
+
+    monkeypatch.setattr(Cluster, "create_api_key", watched)
+
+    tenant_onboard(
+        slug="acme", name="Acme", admin_username="ann", user_external_ids=["a", "b"], **GOOD
+    )
+
+    assert in_transaction == [False, False]
