@@ -88,8 +88,9 @@ def catalog_import(
     *, tenant: Tenant, documents: Sequence[dict[str, Any]], replace: bool = False
 ) -> CatalogImport:
     """Write catalog documents (an ``id`` replaces that document); ``replace=True`` first
-    removes every catalog document of the tenant. All input is checked before anything is
-    written."""
+    removes every other catalog document of the tenant (after the new ones are written, so the
+    catalog is never empty in between). All input is checked and embedded before anything is
+    written; the audit event follows the store's writes in its own transaction."""
     items = _clean_items(documents)
     with store_errors():
         vectors = embedder().embed([i["text"] for i in items])
@@ -97,14 +98,14 @@ def catalog_import(
             _catalog_doc(tenant, item, [float(x) for x in v])
             for item, v in zip(items, vectors, strict=True)
         ]
-        with transaction.atomic():
-            removed = _remove_all(tenant, keep={d.id for d in docs}) if replace else 0
-            audit_record(
-                action="catalog.import",
-                tenant=tenant,
-                metadata={"written": len(docs), "removed": removed, "replace": replace},
-            )
-            backend().write(docs)
+        backend().write(docs)
+        removed = _remove_all(tenant, keep={d.id for d in docs}) if replace else 0
+    with transaction.atomic():
+        audit_record(
+            action="catalog.import",
+            tenant=tenant,
+            metadata={"written": len(docs), "removed": removed, "replace": replace},
+        )
     return CatalogImport(written=[d.id for d in docs], removed=removed)
 
 
@@ -125,6 +126,6 @@ def catalog_delete(*, tenant: Tenant, memory_id: str) -> None:
         doc = backend().get(catalog_scope(tenant), _resolve(tenant, memory_id))
         if doc is None or doc.memory_type != "catalog":
             raise NotFound(f"No catalog document {memory_id!r}.", code="memory_not_found")
-        with transaction.atomic():
-            audit_record(action="catalog.delete", tenant=tenant, metadata={"memory_id": doc.id})
-            backend().delete(doc)
+        backend().delete(doc)
+    with transaction.atomic():
+        audit_record(action="catalog.delete", tenant=tenant, metadata={"memory_id": doc.id})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,19 +28,40 @@ from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
 
+logger = logging.getLogger(__name__)
+
 WRITABLE_TYPES = ("semantic", "procedural")
 CONTRADICTIONS = ("natural", "harsh")
 FACT_TYPES = ("preference", "identity", "constraint", "world")
 
 
-def _audit(user: User, action: str, doc: MemoryDoc, **extra: Any) -> None:
-    """Ids and kinds only: an audit row never holds memory text."""
-    audit_record(
-        action=action,
-        tenant=user.tenant,
-        subject_user=user,
-        metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
-    )
+def _audit(
+    user: User,
+    action: str,
+    doc: MemoryDoc,
+    *,
+    undo: Callable[[], object] | None = None,
+    **extra: Any,
+) -> None:
+    """The audit row of a change the store has just made, in its own short transaction (rows
+    only: the store is called before, never inside it). Ids and kinds only: an audit row never
+    holds memory text. If the row cannot be written, ``undo`` takes the store's change back
+    (best effort) so no memory is left without its audit row, and the error goes on."""
+    try:
+        with transaction.atomic():
+            audit_record(
+                action=action,
+                tenant=user.tenant,
+                subject_user=user,
+                metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
+            )
+    except Exception:
+        if undo is not None:
+            try:
+                undo()
+            except Exception:
+                logger.exception("a write without its audit row could not be undone")
+        raise
 
 
 def embedding_text(
@@ -91,7 +113,7 @@ def memory_turn_record(
     """Store the user's verbatim message as an episode, then recall on the same words (the
     episode itself excluded) so exact tokens reach the lexical leg before any rewrite."""
     text = clean_text(text)
-    with store_errors(), transaction.atomic():
+    with store_errors():
         episode = _personal_doc(
             user,
             "episodic",
@@ -101,8 +123,14 @@ def memory_turn_record(
             agent=agent,
             timestamp=timestamp,
         )
-        _audit(user, "memory.turn", episode, session_id=session_id)
         backend().write([episode])
+    _audit(
+        user,
+        "memory.turn",
+        episode,
+        undo=lambda: backend().delete(episode),
+        session_id=session_id,
+    )
     recall = memory_recall(
         user=user,
         query=text,
@@ -232,18 +260,17 @@ def memory_write(
         doc = _personal_doc(user, memory_type, text, timestamp=timestamp, **fields)
         if memory_type == "semantic":
             doc.last_used_at = doc.timestamp if timestamp else doc.created_at
-        with transaction.atomic():
-            action = "memory.supersede" if targets else "memory.write"
-            _audit(
-                user,
-                action,
-                doc,
-                supersedes=doc.supersedes,
-                contradiction=contradiction,
-                source=source,
-            )
-            backend().write([doc])
-            _mark_superseded(doc, targets)
+        backend().write([doc])
+        _mark_superseded(doc, targets)
+    _audit(
+        user,
+        "memory.supersede" if targets else "memory.write",
+        doc,
+        undo=lambda: _unwrite(doc, targets),
+        supersedes=doc.supersedes,
+        contradiction=contradiction,
+        source=source,
+    )
     return doc
 
 
@@ -286,13 +313,27 @@ def _mark_superseded(new: MemoryDoc, targets: list[MemoryDoc]) -> None:
 
         backend().update(target, mark)
         if lost:
-            for done in marked:
-                backend().update(done, lambda _c: {"superseded_by": None, "superseded_at": None})
-            backend().delete(new)
+            _unwrite(new, marked)
             raise Conflict(
                 f"Memory {target.id} was superseded concurrently.", code="already_superseded"
             )
         marked.append(target)
+
+
+def _unwrite(new: MemoryDoc, marked: list[MemoryDoc]) -> None:
+    """Take a write back: the facts it marked are current again, and it is gone."""
+    for done in marked:
+        backend().update(done, _unmark(new.id))
+    backend().delete(new)
+
+
+def _unmark(new_id: str) -> Callable[[MemoryDoc], dict[str, Any]]:
+    def unmark(current: MemoryDoc) -> dict[str, Any]:
+        if current.superseded_by != new_id:  # marked by someone else since: theirs to keep
+            return {}
+        return {"superseded_by": None, "superseded_at": None}
+
+    return unmark
 
 
 def memory_forget(*, user: User, memory_id: str) -> None:
@@ -301,9 +342,10 @@ def memory_forget(*, user: User, memory_id: str) -> None:
         doc = backend().get(user_read_scope(user), memory_id)
         if doc is None or doc.user_id != str(user.pk):
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
-        with transaction.atomic():
-            _audit(user, "memory.forget", doc)
-            backend().delete(doc)
+        backend().delete(doc)
+    # A forget cannot be taken back: if its tombstone fails, the error says so and a retry
+    # finds nothing left to forget (404), the audit keeps what it could.
+    _audit(user, "memory.forget", doc)
 
 
 def procedure_outcome_record(
@@ -336,13 +378,13 @@ def procedure_outcome_record(
                 change.update(steps=steps, version=current.version + 1)
             return change
 
-        with transaction.atomic():
-            _audit(
-                user,
-                "procedure.outcome",
-                doc,
-                success=success,
-                refined=steps is not None,
-                source=source,
-            )
-            return backend().update(doc, apply)
+        updated = backend().update(doc, apply)
+    _audit(
+        user,
+        "procedure.outcome",
+        doc,
+        success=success,
+        refined=steps is not None,
+        source=source,
+    )
+    return updated
