@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class ConsolidationConfig(AppConfig):
-    """Background distillation of episodes into facts and playbooks (DESIGN §6)."""
+    """Background distillation of episodes into facts and playbooks."""
 
     name = "consolidation"
     default_auto_field = "django.db.models.BigAutoField"

@@ -1,4 +1,4 @@
-"""Erasure: operator forget requests that erase memories at scale (DESIGN §2, §5).
+"""Erasure: operator forget requests that erase memories at scale.
 
 Flow: ``forget_request_open`` (an operator of the tenant, or a token that may act for the
 user) -> ``forget_request_approve`` / ``_reject`` (tenant or platform admins; auditors never)
