@@ -36,7 +36,7 @@ from elasticsearch import (
 
 from atlas_platform.cluster import Cluster, ClusterConfig
 from memory.engine.base import Conflict, EngineError, MemoryBackend, usage_changes
-from memory.engine.refresh import GroupRefresh
+from memory.engine.elasticsearch.refresh import GroupRefresh
 from memory.engine.types import (
     MEMORY_TYPES,
     PERSONAL_TYPES,
@@ -67,7 +67,7 @@ class LayoutMove:
     deleted: bool
 
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "elasticsearch" / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "deploy" / "elasticsearch" / "templates"
 SHARED_INDEX = "memories"  # every memory type
 # The per-type indices of the layout before 2026-11-30 (migrate_per_type_indices).
 OLD_LAYOUT_KINDS = MEMORY_TYPES

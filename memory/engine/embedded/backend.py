@@ -29,9 +29,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from memory.engine import embedded_snapshots as snapshots
+from memory.engine.embedded import snapshots
 from memory.engine.base import EngineError, MemoryBackend, signal_multiplier
-from memory.engine.embedded_snapshots import Candidate, Snapshot, SnapshotCache, Vector, sortable
+from memory.engine.embedded.snapshots import Candidate, Snapshot, SnapshotCache, Vector, sortable
 from memory.engine.types import (
     MEMORY_TYPES,
     PERSONAL_TYPES,
