@@ -1,5 +1,6 @@
-"""The Elasticsearch backend (moved from ``memory/engine/elasticsearch.py``)."""
+"""The Elasticsearch backend (``backend.ElasticsearchBackend``), split by job into modules."""
 
-from memory.engine.elasticsearch.backend import ElasticsearchBackend, _load_template
+from memory.engine.elasticsearch.backend import ElasticsearchBackend
+from memory.engine.elasticsearch.client import ScopedKeys
 
-__all__ = ["ElasticsearchBackend", "_load_template"]
+__all__ = ["ElasticsearchBackend", "ScopedKeys"]

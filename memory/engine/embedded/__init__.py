@@ -1,4 +1,4 @@
-"""The embedded backend (moved from ``memory/engine/embedded.py``)."""
+"""The embedded backend (``backend.EmbeddedBackend``): SQLite (WAL) + FTS5 + numpy vectors."""
 
 from memory.engine.embedded.backend import EmbeddedBackend
 

@@ -1,0 +1,20 @@
+"""memory's public vocabulary: what other apps and memory's own entry points may name. The
+engine's other types (read scopes, leg queries and hits) stay behind the services."""
+
+from memory.engine.types import (
+    MEMORY_TYPES,
+    PERSONAL_TYPES,
+    GrowthBucket,
+    GrowthPoint,
+    MemoryDoc,
+    MemoryType,
+)
+
+__all__ = [
+    "MEMORY_TYPES",
+    "PERSONAL_TYPES",
+    "GrowthBucket",
+    "GrowthPoint",
+    "MemoryDoc",
+    "MemoryType",
+]
