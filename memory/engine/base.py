@@ -72,7 +72,8 @@ class MemoryBackend(ABC):
     ) -> MemoryDoc:
         """Atomically read-modify-write one document: ``mutate`` gets the current version and
         returns the fields to change (``{}`` = no change). Retried on concurrent modification
-        (optimistic concurrency; no server-side scripts). Returns the stored result. Raises
+        (optimistic concurrency; no server-side scripts). Returns the stored result (as a read
+        returns it: without the embedding). Raises
         ``UpdateConflict`` after the retries, ``EngineError`` if the document is gone."""
 
     def record_usage(self, bumps: list[UsageBump]) -> int:

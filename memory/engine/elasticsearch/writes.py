@@ -55,7 +55,7 @@ def update(
         current, seq_no, primary_term = _get_versioned(conn, doc.id, doc_routing)
         changes = mutate(current)
         if not changes:
-            return current
+            return dataclasses.replace(current, embedding=None)
         updated = dataclasses.replace(current, **changes)
         try:
             conn.writer.index(
@@ -74,7 +74,7 @@ def update(
         except (ApiError, TransportError) as exc:
             raise failure(f"update {doc.id}", exc) from exc
         conn.after_write()
-        return updated
+        return dataclasses.replace(updated, embedding=None)
     raise UpdateConflict(f"{doc.id} kept changing under {UPDATE_RETRIES} attempts to update it")
 
 

@@ -90,7 +90,7 @@ class EmbeddedBackend(MemoryBackend):
                 return current
             updated = dataclasses.replace(current, **changes)
             store_rows(conn, [encode(updated, self.dims)])
-        return updated
+        return dataclasses.replace(updated, embedding=None)
 
     def sync(self) -> None:
         """Nothing to do: every write is visible once its transaction commits."""

@@ -348,6 +348,7 @@ def test_record_usage_adds_counts_and_only_moves_last_used_forward(env, tenant):
             UsageBump(doc=b, count=5, last_used_at=NOW),
         ]
     )
+    env.backend.sync()  # usage becomes visible on the store's schedule, or now
 
     got = {d.id: d for d in env.backend.get_many(env.scope(tenant, "u1"), [a.id, b.id])}
     assert changed == 2
@@ -368,6 +369,7 @@ def test_record_usage_skips_forgotten_documents(env, tenant):
             UsageBump(doc=kept, count=1, last_used_at=NOW),
         ]
     )
+    env.backend.sync()
 
     assert changed == 1
     assert env.backend.get(env.scope(tenant, "u1"), gone.id) is None
