@@ -72,9 +72,9 @@ class MemoryBackend(ABC):
     ) -> MemoryDoc:
         """Atomically read-modify-write one document: ``mutate`` gets the current version and
         returns the fields to change (``{}`` = no change). Retried on concurrent modification
-        (optimistic concurrency; no server-side scripts). Returns the stored result (as a read
-        returns it: without the embedding). Raises
-        ``UpdateConflict`` after the retries, ``EngineError`` if the document is gone."""
+        (optimistic concurrency; no server-side scripts). Returns the stored result as a read
+        would (without the embedding). Raises ``UpdateConflict`` after the retries,
+        ``EngineError`` if the document is gone."""
 
     def record_usage(self, bumps: list[UsageBump]) -> int:
         """Add each bump's ``count`` to its document's ``use_count`` and move ``last_used_at``

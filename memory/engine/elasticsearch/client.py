@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 from elasticsearch import ApiError, AuthenticationException, Elasticsearch, TransportError
 
 from atlas_platform.cluster import ApiKey, Cluster, ClusterConfig, cluster_call, cluster_failure
+from atlas_platform.exceptions import Unavailable
 from memory.engine.base import EngineError
 from memory.engine.elasticsearch.refresh import GroupRefresh
 from memory.engine.types import ReadScope
@@ -41,10 +42,9 @@ def call(what: str, fn: Callable[[], T]) -> T:
     return cluster_call(what, fn, error=EngineError)
 
 
-def failure(what: str, exc: Exception) -> EngineError:
-    error = cluster_failure(what, exc, error=EngineError)
-    assert isinstance(error, EngineError)  # noqa: S101 - what cluster_failure was asked for
-    return error
+def failure(what: str, exc: Exception) -> Unavailable:
+    """The ``EngineError`` to raise for a client-library failure (``cluster_failure``)."""
+    return cluster_failure(what, exc, error=EngineError)
 
 
 class Connection:
