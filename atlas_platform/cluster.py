@@ -1,6 +1,10 @@
-"""The one adapter to the Elasticsearch cluster's security and licence APIs.
+"""The one adapter to the Elasticsearch cluster: the client factory (the platform's own
+credential, or a user's scoped key) and the one error mapping, used by the security / licence
+calls here and by the Elasticsearch memory backend.
 
-Callers never see a client-library exception: every failure is a ``ClusterUnavailable``.
+Callers never see a client-library exception: every failure is an ``Unavailable`` (here a
+``ClusterUnavailable``; the engine asks for its ``EngineError``) with a plain message. The
+cluster's own error text goes to the log, never into an error a client is shown.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from django.conf import settings
 from elasticsearch import ApiError, Elasticsearch, TransportError
 from elasticsearch.serializer import NdjsonSerializer, OrjsonSerializer
 
-from atlas_platform.exceptions import ClusterUnavailable
+from atlas_platform.exceptions import ClusterUnavailable, Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +63,7 @@ class ClusterConfig:
 
     @property
     def memory_index_pattern(self) -> str:
-        """Every Atlas memory index (episodic, semantic, procedural, catalog, archive)."""
+        """Every index of this deployment (the memories index is ``<prefix>-memories``)."""
         return f"{self.index_prefix}-*"
 
 
@@ -79,25 +83,12 @@ class Cluster:
             auth["api_key"] = config.api_key
         elif config.username:
             auth["basic_auth"] = (config.username, config.password)
-        self.client = self._client(**auth)
-
-    def _client(self, **auth: Any) -> Elasticsearch:
-        return Elasticsearch(
-            self.config.url,
-            request_timeout=self.config.timeout_s,
-            max_retries=0,
-            # orjson: several times faster than the standard library, on recall's responses
-            # and on the query vectors it sends (msearch bodies are NDJSON).
-            serializers={
-                OrjsonSerializer.mimetype: OrjsonSerializer(),
-                NdjsonSerializer.mimetype: _OrjsonNdjsonSerializer(),
-            },
-            **auth,
-        )
+        self.client = cluster_client(config, **auth)
 
     def as_api_key(self, key: ApiKey) -> Elasticsearch:
-        """A client that authenticates with a user's scoped key (for reads under DLS)."""
-        return self._client(api_key=(key.id, key.secret))
+        """A client that authenticates with a user's scoped key (for reads under DLS). It shares
+        the platform client's connection pool; only the auth header differs."""
+        return self.client.options(api_key=(key.id, key.secret))
 
     def dls_available(self) -> bool:
         """Whether the licence lets the cluster enforce document-level security."""
@@ -127,12 +118,43 @@ class Cluster:
             raise ClusterUnavailable(f"The cluster did not invalidate API key {key_id}.")
 
 
-def _call(what: str, fn: Callable[[], Any]) -> Any:
+def cluster_client(config: ClusterConfig, **auth: Any) -> Elasticsearch:
+    """The one way Atlas builds an Elasticsearch client."""
+    return Elasticsearch(
+        config.url,
+        request_timeout=config.timeout_s,
+        max_retries=0,
+        # orjson: several times faster than the standard library, on recall's responses
+        # and on the query vectors it sends (msearch bodies are NDJSON).
+        serializers={
+            OrjsonSerializer.mimetype: OrjsonSerializer(),
+            NdjsonSerializer.mimetype: _OrjsonNdjsonSerializer(),
+        },
+        **auth,
+    )
+
+
+def cluster_failure(
+    what: str, exc: Exception, *, error: type[Unavailable] = ClusterUnavailable
+) -> Unavailable:
+    """The error a caller sees for a failed cluster call: ``error`` with a plain message; the
+    cluster's own text is logged here, once."""
+    logger.warning("cluster call failed", extra={"what": what, "error": repr(exc)})
+    return error(f"Could not {what} on the search cluster.")
+
+
+def cluster_call(
+    what: str, fn: Callable[[], T], *, error: type[Unavailable] = ClusterUnavailable
+) -> T:
+    """Run one cluster call; a client-library failure becomes ``error`` (``cluster_failure``)."""
     try:
-        response = fn()
+        return fn()
     except (ApiError, TransportError) as exc:
-        logger.warning("cluster call failed", extra={"what": what, "error": repr(exc)})
-        raise ClusterUnavailable(f"Could not {what} on the search cluster: {exc}") from exc
+        raise cluster_failure(what, exc, error=error) from exc
+
+
+def _call(what: str, fn: Callable[[], Any]) -> Any:
+    response = cluster_call(what, fn)
     return response.body if hasattr(response, "body") else response
 
 

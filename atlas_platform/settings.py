@@ -177,9 +177,9 @@ ATLAS_ES_TIMEOUT_S = env.float("ATLAS_ES_TIMEOUT_S", default=10.0)
 os.environ.setdefault("OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_ENABLED", "false")
 # Tokens: not used for longer than this many seconds without a bump of last_used_at.
 ATLAS_TOKEN_LAST_USED_RESOLUTION_S = env.int("ATLAS_TOKEN_LAST_USED_RESOLUTION_S", default=60)
-# How long a process keeps a user's scoped cluster key (memory.scoping.ScopedKeyCache); the
-# cluster still refuses a rotated or invalidated key, and the read then renews it. 0: read the
-# key row on every request.
+# How long a process keeps a user's scoped cluster key (memory.services.scoping.ScopedKeyCache);
+# the cluster still refuses a rotated or invalidated key, and the read then renews it. 0: read
+# the key row on every request.
 ATLAS_SCOPED_KEY_CACHE_S = env.float("ATLAS_SCOPED_KEY_CACHE_S", default=60.0)
 ATLAS_KEY_ROTATION_DAYS_DEFAULT = env.int("ATLAS_KEY_ROTATION_DAYS_DEFAULT", default=90)
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atlas_platform.exceptions import AtlasError
-from memory.engine.types import MemoryDoc
 from memory.services.writes import CONTRADICTIONS, FACT_TYPES
+from memory.types import MemoryDoc
 
 SYSTEM_PROMPT = """\
 You consolidate an AI agent's memory of one user. You receive the user's recent messages \

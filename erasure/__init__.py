@@ -6,10 +6,10 @@ user) -> ``forget_request_approve`` / ``_reject`` (tenant or platform admins; au
 ``forget_request_execute``: ``done`` with a receipt, or ``failed`` with a reason
 (``forget_request_retry`` sends it back to approved; the job resumes where it stopped).
 
-The job, per index the backend lists in ``erasure_kinds()`` (episodic, semantic, procedural and,
-on Elasticsearch, ``{prefix}-archive``): search the user's documents with the platform's writer
-credential (tenant + user filter, ids only), journal the page's ids, delete them in bulk (no
-delete-by-query: the test cluster has none), count them; then verify that a count per index
+The job, per personal memory type (episodic, semantic, procedural), through memory's public
+functions (``memory_ids_page``, ``memory_erase_page``, ``memory_remaining_count``): find a page
+of the user's documents with the platform's writer credential (tenant + user filter, ids only),
+journal the page's ids, delete them in bulk, count them; then verify that a count per type
 finds nothing left, purge the user's stored API responses (``IdempotencyRecord``: they quote
 memory text) and, if asked, invalidate the user's cluster key and delete the user record.
 
@@ -26,7 +26,7 @@ Where text could survive, and why it does not:
 
 Query scope: "matching" is a case-insensitive, whitespace-normalised phrase contained in a
 memory's text, name, description or trigger (superseded facts included), over the user's
-personal indices (the archive is searched by ids only, not by query).
+personal memories.
 
 Resuming: a worker holds a lease on a running request (``ATLAS_ERASURE_LEASE_S``, renewed every
 page). With ``acks_late`` a killed worker's message stays unacknowledged until the broker's

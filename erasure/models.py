@@ -91,7 +91,7 @@ class ErasureProgress(models.Model):
     """
 
     request = models.ForeignKey(ForgetRequest, on_delete=models.CASCADE, related_name="progress")
-    kind = models.CharField(max_length=32)  # episodic | semantic | procedural | archive
+    kind = models.CharField(max_length=32)  # memory type: episodic | semantic | procedural
     deleted = models.PositiveIntegerField(default=0)
     pages = models.PositiveIntegerField(default=0)
     pending_ids = models.JSONField(default=list, blank=True)

@@ -54,7 +54,11 @@ class UsageBuffer:
             from memory.services.common import backend
 
             try:
-                return backend().record_usage(bumps, refresh=refresh)
+                store = backend()
+                changed = store.record_usage(bumps)
+                if refresh:
+                    store.sync()
+                return changed
             except Exception:  # a store hiccup: usage is best effort, ranking input only
                 logger.warning("usage flush failed", extra={"documents": len(bumps)}, exc_info=True)
                 return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memory.engine.types import LegHit, MemoryDoc
+from memory.engine.types import LegHit
 
 # Smaller than the source design's 30, which ranks a pool for a cross-encoder to reorder. With
 # no reranker (the default: none ships in a registry package) the fused order is what recall
@@ -22,7 +22,6 @@ CONFIDENCE_DEPTH = 10
 class Fused:
     id: str
     score: float
-    doc: MemoryDoc | None = None  # when a leg carried it (see LegHit)
     leg_ranks: dict[str, int] = field(default_factory=dict)
     leg_scores: dict[str, float] = field(default_factory=dict)
 
@@ -42,8 +41,6 @@ def rrf(
     for leg, hits in legs.items():
         for hit in hits:
             entry = fused.setdefault(hit.id, Fused(id=hit.id, score=0.0))
-            if entry.doc is None:
-                entry.doc = hit.doc
             entry.score += (weights or {}).get(leg, 1.0) / (rank_constant + hit.rank)
             entry.leg_ranks[leg] = hit.rank
             entry.leg_scores[leg] = hit.score

@@ -1,11 +1,13 @@
-"""Reads with rules: one memory, a supersession chain, a page of the catalog; and for the
-operator console, pages of a user's memories, a tenant's growth and its recall statistics."""
+"""Reads with rules: one memory, a supersession chain, a page of the catalog; for the operator
+console, pages of a user's memories, a tenant's growth and its recall statistics; for
+consolidation, the episodes after its watermark; for erasure, a user's memories by id."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
@@ -13,20 +15,16 @@ from typing import Literal
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, ValidationError
-from memory.engine.types import (
-    PERSONAL_TYPES,
-    GrowthBucket,
-    GrowthPoint,
-    MemoryDoc,
-    MemoryType,
-)
 from memory.models import OVERFLOW_MS, RecallStat
-from memory.scoping import catalog_scope, user_read_scope
 from memory.services.common import backend, store_errors
+from memory.services.scoping import catalog_scope, user_read_scope, writer_scope
+from memory.types import PERSONAL_TYPES, GrowthBucket, GrowthPoint, MemoryDoc, MemoryType
 from tenants.models import Tenant, User
 
 MAX_CHAIN = 100
 MAX_CATALOG_PAGE = 200
+SCAN_PAGE = 500
+GET_CHUNK = 500
 
 
 def memory_get(*, user: User, memory_id: str) -> MemoryDoc:
@@ -56,6 +54,24 @@ def memory_history(*, user: User, memory_id: str) -> list[MemoryDoc]:
             frontier = backend().get_many(scope, sorted(wanted)) if wanted else []
             seen.update({d.id: d for d in frontier})
     return sorted(seen.values(), key=lambda d: (d.created_at, d.id))
+
+
+def memory_get_many(*, user: User, memory_ids: Sequence[str]) -> list[MemoryDoc]:
+    """Those of ``memory_ids`` that are the user's (or their tenant's catalog), in the order
+    given; the others are left out."""
+    with store_errors():
+        return backend().get_many(user_read_scope(user), list(memory_ids)) if memory_ids else []
+
+
+def memory_episodes_after(
+    *, user: User, after: tuple[str, str] | None, limit: int
+) -> list[MemoryDoc]:
+    """Up to ``limit`` of the user's episodes ordered by (created_at, id), strictly after the
+    key ``after`` (``(created_at_iso, id)``; None: from the first)."""
+    with store_errors():
+        return backend().scan(
+            user_read_scope(user), memory_types=("episodic",), search_after=after, limit=limit
+        )
 
 
 @dataclass
@@ -220,3 +236,70 @@ def histogram_percentile(buckets: dict[int, int], q: float) -> float | None:
         seen += count
         lower = float(bound)
     return lower
+
+
+# --- erasure (the platform's writer credential: every document of the user) ------------------
+def personal_type(memory_type: str) -> MemoryType:
+    """``memory_type`` if it is a personal type (what an erasure walks), else a 400."""
+    for kind in PERSONAL_TYPES:
+        if kind == memory_type:
+            return kind
+    raise ValidationError(f"Not a personal memory type: {memory_type!r}.", code="bad_memory_type")
+
+
+def memory_ids_page(
+    *,
+    tenant_id: str,
+    user_id: str,
+    memory_type: str,
+    among: list[str] | None = None,
+    limit: int = 500,
+) -> list[str]:
+    """The ids of up to ``limit`` of user ``user_id``'s memories of ``memory_type`` (only those
+    among ``among`` when given), in id order; never another user's or the catalog's. Ids only:
+    no text is read."""
+    kind = personal_type(memory_type)
+    with store_errors():
+        return backend().find_ids(
+            tenant_id=tenant_id, user_id=user_id, memory_type=kind, among=among, limit=limit
+        )
+
+
+def memory_remaining_count(
+    *, tenant_id: str, user_id: str, memory_type: str, among: list[str] | None = None
+) -> int:
+    """How many of the user's memories of ``memory_type`` remain (among ``among`` if given)."""
+    kind = personal_type(memory_type)
+    with store_errors():
+        return backend().count_ids(
+            tenant_id=tenant_id, user_id=user_id, memory_type=kind, among=among
+        )
+
+
+def memory_personal_all(*, tenant_id: str, user_id: str) -> Iterator[MemoryDoc]:
+    """Every personal memory of the user, superseded ones included, page by page in
+    (created_at, id) order."""
+    scope = writer_scope(tenant_id=tenant_id, user_id=user_id)
+    after: tuple[str, str] | None = None
+    while True:
+        with store_errors():
+            docs = backend().scan(
+                scope, memory_types=PERSONAL_TYPES, search_after=after, limit=SCAN_PAGE
+            )
+        yield from (d for d in docs if d.user_id == user_id)
+        if len(docs) < SCAN_PAGE:
+            return
+        after = (docs[-1].created_at.isoformat(), docs[-1].id)
+
+
+def memory_supporting_episode_ids(
+    *, tenant_id: str, user_id: str, memory_ids: list[str]
+) -> list[str]:
+    """The episodes the user's memories among ``memory_ids`` name as their support, each once."""
+    scope = writer_scope(tenant_id=tenant_id, user_id=user_id)
+    episodes: list[str] = []
+    for start in range(0, len(memory_ids), GET_CHUNK):
+        with store_errors():
+            docs = backend().get_many(scope, memory_ids[start : start + GET_CHUNK])
+        episodes += [e for d in docs if d.user_id == user_id for e in d.supporting_episode_ids]
+    return list(dict.fromkeys(episodes))

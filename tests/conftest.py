@@ -181,7 +181,7 @@ def _no_recall_stats_from_other_tests() -> None:
 @pytest.fixture(autouse=True)
 def _no_scoped_keys_from_other_tests() -> None:
     """Processes keep users' scoped keys for a while; a test starts with none kept."""
-    from memory.scoping import scoped_keys
+    from memory.services.scoping import scoped_keys
 
     scoped_keys.clear()
 

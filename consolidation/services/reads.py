@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from consolidation.models import ConsolidationState, PlaybookSuggestion
-from memory.engine.types import MemoryDoc
 from memory.plans import RecallPlan
-from memory.scoping import user_read_scope
-from memory.services.common import backend, store_errors
+from memory.selectors import memory_episodes_after, memory_get_many
 from memory.services.recall import memory_recall
+from memory.types import MemoryDoc
 from tenants.models import User
 
 NEIGHBOURS_PER_EPISODE = 5
@@ -43,15 +42,10 @@ def watermark_key(state: ConsolidationState) -> tuple[str, str] | None:
 
 
 def read_inputs(user: User, state: ConsolidationState) -> Inputs:
-    scope = user_read_scope(user)
-    with store_errors():
-        window = backend().scan(
-            scope,
-            memory_types=("episodic",),
-            search_after=watermark_key(state),
-            limit=settings.ATLAS_CONSOLIDATION_WINDOW,
-        )
-        context = backend().get_many(scope, list(state.context_episode_ids)) if window else []
+    window = memory_episodes_after(
+        user=user, after=watermark_key(state), limit=settings.ATLAS_CONSOLIDATION_WINDOW
+    )
+    context = memory_get_many(user=user, memory_ids=state.context_episode_ids) if window else []
     if not window:
         return Inputs(window=[], context=[], facts=[], playbooks=[], suggested={})
     suggested = _suggested(user, [d.id for d in [*context, *window]])
@@ -84,9 +78,7 @@ def _known(
     found = dict(list(found.items())[:MAX_KNOWN])
     shown = [pid for ids in suggested.values() for pid in ids if pid not in found]
     if shown:
-        with store_errors():
-            docs = backend().get_many(user_read_scope(user), list(dict.fromkeys(shown)))
-        for doc in docs:
+        for doc in memory_get_many(user=user, memory_ids=list(dict.fromkeys(shown))):
             if doc.memory_type == "procedural" and doc.user_id == str(user.pk):
                 found[doc.id] = doc
     known = list(found.values())

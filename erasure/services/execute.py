@@ -1,5 +1,6 @@
-"""The erasure job: resolve the targets once, delete page by page across every index, verify,
-purge the rows that can hold memory text, and write the receipt.
+"""The erasure job: resolve the targets once, delete page by page across every personal memory
+type, verify, purge the rows that can hold memory text, and write the receipt. Memory is
+reached only through its public functions: ``memory_erase_page`` and the erasure selectors.
 
 Resumable: the job holds a lease on the request (renewed every page). Each page is journaled
 (``ErasureProgress.pending_ids``) and committed before the store deletes it, and counted in the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -21,17 +22,20 @@ from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
-from memory.engine.base import EngineError, MemoryBackend
-from memory.engine.types import PERSONAL_TYPES, MemoryDoc, ReadScope
 from memory.models import IdempotencyRecord
-from memory.services.common import backend as memory_backend
+from memory.selectors import (
+    memory_ids_page,
+    memory_personal_all,
+    memory_remaining_count,
+    memory_supporting_episode_ids,
+)
+from memory.services.erasure import memory_erase_page
+from memory.types import PERSONAL_TYPES, MemoryDoc
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_invalidate
 
 logger = logging.getLogger(__name__)
-GET_CHUNK = 500
-SCAN_PAGE = 500
 RUNNABLE = (ForgetRequest.Status.APPROVED, ForgetRequest.Status.RUNNING)
 
 
@@ -46,14 +50,14 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest | None:
     request = _claim(request_id, owner)
     if request is None:
         return None
-    job = _Job(request, owner, memory_backend())
+    job = _Job(request, owner)
     try:
         job.run()
     except LeaseLost:
         logger.warning("erasure lease lost", extra={"forget_request_id": request_id})
         return None
-    except (EngineError, AtlasError) as exc:
-        return job.fail(f"The memory store failed: {exc}")
+    except AtlasError as exc:
+        return job.fail(exc.message)
     except Exception as exc:
         job.fail(f"Internal error ({type(exc).__name__}); see the worker log.")
         raise
@@ -93,14 +97,15 @@ def _claim(request_id: int, owner: str) -> ForgetRequest | None:
 
 
 class _Job:
-    def __init__(self, request: ForgetRequest, owner: str, store: MemoryBackend) -> None:
-        self.request, self.owner, self.store = request, owner, store
+    def __init__(self, request: ForgetRequest, owner: str) -> None:
+        self.request, self.owner = request, owner
         self.tenant_id, self.user_id = str(request.tenant_id), request.user_ref
+        self.user = {"tenant_id": self.tenant_id, "user_id": self.user_id}
 
     # --- steps -------------------------------------------------------------------------------
     def run(self) -> None:
         targets = self._targets()
-        for kind in self.store.erasure_kinds():
+        for kind in PERSONAL_TYPES:
             self._erase(kind, targets)
         remaining = self._verify(targets)
         if remaining:
@@ -129,55 +134,32 @@ class _Job:
         self._commit(resolve)
         return ids
 
-    def _scope(self) -> ReadScope:
-        # The platform's writer credential: an erasure must see every document of the user.
-        return ReadScope(tenant_id=self.tenant_id, user_id=self.user_id, isolation="filter")
-
     def _matching(self, query: str) -> list[str]:
         """Every personal memory whose text fields contain the query (case-insensitive,
         whitespace-normalised phrase match), superseded ones included."""
         needle = " ".join(query.split()).casefold()
-        return [doc.id for doc in self._scan() if needle in _haystack(doc)]
-
-    def _scan(self) -> Iterator[MemoryDoc]:
-        after: tuple[str, str] | None = None
-        while True:
-            docs = self.store.scan(
-                self._scope(), memory_types=PERSONAL_TYPES, search_after=after, limit=SCAN_PAGE
-            )
-            yield from (d for d in docs if d.user_id == self.user_id)
-            if len(docs) < SCAN_PAGE:
-                return
-            after = (docs[-1].created_at.isoformat(), docs[-1].id)
+        return [doc.id for doc in memory_personal_all(**self.user) if needle in _haystack(doc)]
 
     def _supporting_episodes(self, ids: list[str]) -> list[str]:
-        episodes: list[str] = []
-        for start in range(0, len(ids), GET_CHUNK):
-            for doc in self.store.get_many(self._scope(), ids[start : start + GET_CHUNK]):
-                if doc.user_id == self.user_id:
-                    episodes += doc.supporting_episode_ids
-        return list(dict.fromkeys(episodes))
+        return memory_supporting_episode_ids(**self.user, memory_ids=ids)
 
     def _erase(self, kind: str, targets: list[str] | None) -> None:
         progress, _ = ErasureProgress.objects.get_or_create(request=self.request, kind=kind)
-        args = {"tenant_id": self.tenant_id, "user_id": self.user_id, "kind": kind}
         while not progress.done:
             if progress.pending_ids:
                 page = list(progress.pending_ids)
-                self.store.erasure_delete(**args, ids=page)
+                memory_erase_page(**self.user, memory_type=kind, ids=page)
                 progress = self._save_progress(progress, _counted(page))
                 continue
-            page = self.store.erasure_find(
-                **args, ids=targets, limit=settings.ATLAS_ERASURE_PAGE_SIZE
+            page = memory_ids_page(
+                **self.user, memory_type=kind, among=targets, limit=settings.ATLAS_ERASURE_PAGE_SIZE
             )
             progress = self._save_progress(progress, _journaled(page))
 
     def _verify(self, targets: list[str] | None) -> dict[str, int]:
         remaining: dict[str, int] = {}
-        for kind in self.store.erasure_kinds():
-            n = self.store.erasure_count(
-                tenant_id=self.tenant_id, user_id=self.user_id, kind=kind, ids=targets
-            )
+        for kind in PERSONAL_TYPES:
+            n = memory_remaining_count(**self.user, memory_type=kind, among=targets)
             ErasureProgress.objects.filter(request=self.request, kind=kind).update(remaining=n)
             if n:
                 remaining[kind] = n

@@ -1,2 +1,3 @@
-"""The memory engine: one backend-neutral contract (``base.MemoryBackend``), two backends
-(``elasticsearch.ElasticsearchBackend``, ``embedded.EmbeddedBackend``)."""
+"""The memory engine: one backend-neutral contract (``base.MemoryBackend``), one package per
+backend (``elasticsearch``, ``embedded``), and ``registry.get_backend``. Only memory's services
+and selectors import it; other apps use those."""

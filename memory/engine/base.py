@@ -10,7 +10,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from atlas_platform.exceptions import Unavailable
 from memory.engine.types import (
+    PERSONAL_TYPES,
     GrowthBucket,
     GrowthPoint,
     LegQuery,
@@ -23,18 +25,24 @@ from memory.engine.types import (
 )
 
 
-class EngineError(Exception):
-    """The one error type callers see from a backend (the store failed or refused)."""
+class EngineError(Unavailable):
+    """The one error type callers see from a backend: the store failed or refused (503).
+
+    Its message may quote the store (a cluster's own error text): the services log it and
+    answer with a plain one (``memory.services.common.store_errors``)."""
+
+    code = "memory_store_unavailable"
 
 
-class Conflict(EngineError):
+class UpdateConflict(EngineError):
     """A conditional update lost every retry to concurrent writers."""
 
 
 class MemoryBackend(ABC):
     """A memory store. Writes use the platform's writer credential and are visible to the very
     next read (refresh before returning). Reads take a ``ReadScope`` and never return a document
-    outside it: same tenant, and either the scope's user or no user (catalog)."""
+    outside it: same tenant, and either the scope's user or no user (catalog). Reads return
+    documents without their embedding (it is written and searched, never read back)."""
 
     name: str
 
@@ -46,17 +54,15 @@ class MemoryBackend(ABC):
     def write(self, docs: list[MemoryDoc]) -> None:
         """Insert (or replace by id) documents; one refresh for the batch."""
 
-    @abstractmethod
     def get(self, scope: ReadScope, memory_id: str) -> MemoryDoc | None:
         """The document with this id if it is inside ``scope`` (any type), else None."""
+        found = self.get_many(scope, [memory_id])
+        return found[0] if found else None
 
     @abstractmethod
-    def get_many(
-        self, scope: ReadScope, memory_ids: list[str], *, vectors: bool = True
-    ) -> list[MemoryDoc]:
+    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
         """Those of ``memory_ids`` inside ``scope``, in the order given; missing ones skipped.
-        ``vectors=False``: the caller has no use for the embeddings (recall's hits), so an
-        engine for which they cost something to send may leave them out."""
+        Cheap enough for recall to read the head of every fused list with it."""
 
     @abstractmethod
     def update(
@@ -66,15 +72,17 @@ class MemoryBackend(ABC):
     ) -> MemoryDoc:
         """Atomically read-modify-write one document: ``mutate`` gets the current version and
         returns the fields to change (``{}`` = no change). Retried on concurrent modification
-        (optimistic concurrency; no server-side scripts). Returns the stored result. Raises
-        ``Conflict`` after the retries, ``EngineError`` if the document is gone."""
+        (optimistic concurrency; no server-side scripts). Returns the stored result as a read
+        would (without the embedding). Raises ``UpdateConflict`` after the retries,
+        ``EngineError`` if the document is gone."""
 
-    def record_usage(self, bumps: list[UsageBump], *, refresh: bool = True) -> int:
+    def record_usage(self, bumps: list[UsageBump]) -> int:
         """Add each bump's ``count`` to its document's ``use_count`` and move ``last_used_at``
         forward to ``last_used_at`` (never back). Best effort per document: a forgotten one is
-        skipped. ``refresh=False`` lets the store make the change visible on its own schedule
-        (usage is ranking input, not something a caller reads back at once). Returns how many
-        documents changed. Backends override this to batch; this default updates one by one."""
+        skipped. Unlike other writes, the change may become visible on the store's own
+        schedule (usage is ranking input, not something a caller reads back at once; ``sync``
+        makes it visible now). Returns how many documents changed. Backends override this to
+        batch; this default updates one by one."""
         changed = 0
         for bump in bumps:
             try:
@@ -83,6 +91,11 @@ class MemoryBackend(ABC):
                 continue
             changed += 1
         return changed
+
+    @abstractmethod
+    def sync(self) -> None:
+        """Make every write so far visible to reads now (``record_usage``'s included). A store
+        whose writes are visible at once has nothing to do."""
 
     @abstractmethod
     def delete(self, doc: MemoryDoc) -> bool:
@@ -128,39 +141,46 @@ class MemoryBackend(ABC):
         Tenant-wide (every user at once), so it runs with the platform's credential and returns
         counts only, never documents: it is for operators' dashboards, not for user reads."""
 
-    # --- erasure (operator forget requests; the writer credential, never a user's key) -------
+    # --- one user's documents by id (the writer credential, never a user's key) --------------
     @abstractmethod
-    def erasure_kinds(self) -> tuple[str, ...]:
-        """Every index (kind) that may hold a user's documents: the personal memory types, plus
-        ``"archive"`` where the backend keeps one. An erasure walks all of them."""
-
-    @abstractmethod
-    def erasure_find(
+    def find_ids(
         self,
         *,
         tenant_id: str,
         user_id: str,
-        kind: str,
-        ids: list[str] | None = None,
+        memory_type: MemoryType,
+        among: list[str] | None = None,
         limit: int = 500,
     ) -> list[str]:
-        """Ids of up to ``limit`` documents of user ``user_id`` of ``tenant_id`` in ``kind``
-        (only those among ``ids`` when given), in id order. Never another user's or the
+        """Ids of up to ``limit`` of user ``user_id``'s documents of ``memory_type`` (a personal
+        type; only those among ``among`` when given), in id order. Never another user's or the
         catalog's. Reads no text: ids only."""
 
     @abstractmethod
-    def erasure_delete(
-        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str]
+    def delete_ids(
+        self, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
     ) -> list[str]:
-        """Hard-delete those of ``ids`` that are the user's documents in ``kind`` (refresh
-        before returning); returns the ids deleted by this call. Idempotent: ids already gone,
-        or not the user's, are skipped."""
+        """Hard-delete those of ``ids`` that are the user's documents of ``memory_type``
+        (refresh before returning); returns the ids deleted by this call. Idempotent: ids
+        already gone, or not the user's, are skipped."""
 
     @abstractmethod
-    def erasure_count(
-        self, *, tenant_id: str, user_id: str, kind: str, ids: list[str] | None = None
+    def count_ids(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        memory_type: MemoryType,
+        among: list[str] | None = None,
     ) -> int:
-        """How many of the user's documents remain in ``kind`` (among ``ids`` when given)."""
+        """How many of the user's documents of ``memory_type`` there are (among ``among``
+        when given)."""
+
+
+def require_personal(memory_type: str) -> None:
+    """``find_ids`` / ``delete_ids`` / ``count_ids`` take a personal type, never the catalog."""
+    if memory_type not in PERSONAL_TYPES:
+        raise EngineError(f"Not a personal memory type: {memory_type!r}.")
 
 
 def usage_changes(current: MemoryDoc, bump: UsageBump) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -11,12 +12,16 @@ from django.core.exceptions import ImproperlyConfigured
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import MemoryBackend
 
+if TYPE_CHECKING:
+    from memory.engine.elasticsearch.client import ScopedKeys
+
 _lock = threading.Lock()
 _backends: dict[tuple[object, ...], MemoryBackend] = {}
 
 
-def get_backend(*, dims: int) -> MemoryBackend:
-    """The configured backend (``ATLAS_MEMORY_BACKEND``), ready to use."""
+def get_backend(*, dims: int, keys: ScopedKeys | None = None) -> MemoryBackend:
+    """The configured backend (``ATLAS_MEMORY_BACKEND``), ready to use. ``keys`` provides users'
+    scoped keys to a backend that reads ``dls`` scopes with them (Elasticsearch)."""
     kind = settings.ATLAS_MEMORY_BACKEND
     if kind == "embedded":
         key: tuple[object, ...] = (kind, settings.ATLAS_EMBEDDED_PATH, dims)
@@ -24,19 +29,19 @@ def get_backend(*, dims: int) -> MemoryBackend:
         config = ClusterConfig.from_settings()
         if config is None:
             raise ImproperlyConfigured("ATLAS_MEMORY_BACKEND=elasticsearch needs ATLAS_ES_URL.")
-        key = (kind, config, dims)
+        key = (kind, config, dims, id(keys))
     else:
         raise ImproperlyConfigured("ATLAS_MEMORY_BACKEND must be 'embedded' or 'elasticsearch'.")
     with _lock:
         backend = _backends.get(key)
         if backend is None:
-            backend = _build(kind, dims)
+            backend = _build(kind, dims, keys)
             backend.ensure_ready()
             _backends[key] = backend
     return backend
 
 
-def _build(kind: str, dims: int) -> MemoryBackend:
+def _build(kind: str, dims: int, keys: ScopedKeys | None) -> MemoryBackend:
     if kind == "embedded":
         from memory.engine.embedded import EmbeddedBackend
 
@@ -47,4 +52,4 @@ def _build(kind: str, dims: int) -> MemoryBackend:
 
     config = ClusterConfig.from_settings()
     assert config is not None  # noqa: S101 - checked by get_backend
-    return ElasticsearchBackend(config=config, dims=dims)
+    return ElasticsearchBackend(config=config, dims=dims, keys=keys)

@@ -1,12 +1,12 @@
 """The engine's vocabulary: memory documents, read scopes, recall queries and leg results.
 
-Backends store and return ``MemoryDoc``; they never see Django models.
+Backends store and return ``MemoryDoc``; they never see Django models. Other apps name the
+public part through ``memory.types``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -31,6 +31,8 @@ class MemoryDoc:
 
     ``timestamp`` is when the remembered thing happened (episodic: the turn's time); it defaults
     to ``created_at``. Ids are opaque strings chosen by the service layer (uuid4 hex).
+    ``embedding`` is written with the document and searched by the dense leg; reads return the
+    document without it (None).
     """
 
     id: str
@@ -117,10 +119,7 @@ class GrowthPoint:
     count: int
 
 
-@dataclass(frozen=True)
-class ApiKeyCredentials:
-    id: str
-    secret: str
+Isolation = Literal["dls", "filter"]
 
 
 @dataclass(frozen=True)
@@ -128,26 +127,14 @@ class ReadScope:
     """Whose memories a read may see: user ``user_id`` of ``tenant_id`` plus that tenant's
     catalog; ``user_id=None`` means the tenant catalog only.
 
-    ``isolation`` ``dls``: the Elasticsearch backend runs the read with ``credentials`` (the
-    user's scoped key) so the cluster enforces it. Every backend ALWAYS adds its own tenant/user
-    filters as well, in both modes.
-
-    ``renew``, when set, returns the user's current credentials read afresh (or raises when
-    there are none): the backend calls it once when the cluster rejects ``credentials``, which
-    may be a kept copy of a key rotated since.
+    ``isolation`` is the tenant's isolation mode: under ``dls`` a backend that can make the
+    store itself enforce the scope does so (Elasticsearch reads with the user's scoped key).
+    Every backend ALWAYS adds its own tenant/user filters as well, in both modes.
     """
 
     tenant_id: str
     user_id: str | None
-    isolation: Literal["dls", "filter"] = "filter"
-    credentials: ApiKeyCredentials | None = None
-    renew: Callable[[], ApiKeyCredentials] | None = field(default=None, compare=False, repr=False)
-
-    def renewed(self) -> ReadScope | None:
-        """This scope with freshly read credentials; None if it cannot renew them."""
-        if self.renew is None:
-            return None
-        return dataclasses.replace(self, credentials=self.renew())
+    isolation: Isolation = "filter"
 
 
 @dataclass(frozen=True)
@@ -185,14 +172,12 @@ class LegQuery:
 
 @dataclass
 class LegHit:
-    """One candidate of a recall leg. Fusion needs only the id, score and rank; an engine for
-    which reading the document with the hit costs nothing (the embedded store) attaches it,
-    a remote one leaves ``doc`` None and recall reads only the few documents it returns."""
+    """One candidate of a recall leg: what fusion needs (id, score, rank). Recall then reads
+    only the documents it returns, with ``get_many``."""
 
     id: str
     score: float  # after the ranking signals
     rank: int  # 1-based within its leg
-    doc: MemoryDoc | None = None
     superseded_by: str | None = None  # the fact that replaced it (legs that include superseded)
 
 

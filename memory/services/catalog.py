@@ -11,8 +11,8 @@ from django.db import transaction
 
 from atlas_platform.exceptions import NotFound, ValidationError
 from memory.engine.types import MemoryDoc
-from memory.scoping import catalog_scope
 from memory.services.common import backend, clean_text, embedder, new_id, now, store_errors
+from memory.services.scoping import catalog_scope
 from tenants.models import Tenant
 from tenants.services.audit import audit_record
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -14,6 +15,9 @@ from memory.embedding import Embedder, EmbeddingError, default_embedder
 from memory.engine.base import EngineError, MemoryBackend
 from memory.engine.registry import get_backend
 from memory.errors import MemoryStoreUnavailable
+from memory.services.scoping import scoped_keys
+
+logger = logging.getLogger(__name__)
 
 
 def embedder() -> Embedder:
@@ -21,7 +25,8 @@ def embedder() -> Embedder:
 
 
 def backend() -> MemoryBackend:
-    return get_backend(dims=embedder().dims)
+    """The configured engine, reading ``dls`` scopes with the users' scoped keys."""
+    return get_backend(dims=embedder().dims, keys=scoped_keys)
 
 
 def new_id() -> str:
@@ -52,10 +57,15 @@ def clean_confidence(value: float) -> float:
     return float(value)
 
 
+STORE_FAILED = "The memory store failed or could not be reached; try again shortly."
+
+
 @contextlib.contextmanager
 def store_errors() -> Iterator[None]:
-    """Map engine and embedder failures onto the domain's 503."""
+    """Map engine and embedder failures onto the domain's 503. The failure's own text (a
+    cluster's error, a document it refused) goes to the log, never into the answer."""
     try:
         yield
     except (EngineError, EmbeddingError) as exc:
-        raise MemoryStoreUnavailable(f"The memory store failed: {exc}") from exc
+        logger.warning("memory store failed", extra={"error": repr(exc)})
+        raise MemoryStoreUnavailable(STORE_FAILED) from exc

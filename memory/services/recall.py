@@ -25,10 +25,10 @@ from memory.fusion import Fused, credit_successors, leg_confidence, rrf
 from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
-from memory.scoping import tenant_ranking, user_read_scope
 from memory.services.common import backend, clean_text, embedder, store_errors
 from memory.services.common import now as clock_now
 from memory.services.recall_stats import recall_stat_note
+from memory.services.scoping import tenant_ranking, user_read_scope
 from tenants.models import User
 
 
@@ -210,17 +210,16 @@ READ_SPARE = 5
 def _with_docs(
     scope: ReadScope, fused: list[Fused], k: int | None, include_superseded: bool
 ) -> list[tuple[Fused, MemoryDoc]]:
-    """The fused candidates (the first ``k`` + spares, or all) with their documents: the ones
-    the legs did not carry are read in one request, under the same read scope."""
+    """The fused candidates (the first ``k`` + spares, or all) with their documents, read in
+    one request under the same read scope."""
     head = fused if k is None else fused[: k + READ_SPARE]
     read: dict[str, MemoryDoc] = {}
-    missing = [f.id for f in head if f.doc is None]
-    if missing:
+    if head:
         with store_errors():
-            read = {d.id: d for d in backend().get_many(scope, missing, vectors=False)}
+            read = {d.id: d for d in backend().get_many(scope, [f.id for f in head])}
     pairs = []
     for f in head:
-        doc = f.doc or read.get(f.id)
+        doc = read.get(f.id)
         if doc is not None and (include_superseded or doc.superseded_by is None):
             pairs.append((f, doc))
     return pairs

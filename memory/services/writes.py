@@ -13,7 +13,6 @@ from django.db import transaction
 
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
 from memory.engine.types import MemoryDoc
-from memory.scoping import user_read_scope
 from memory.services.common import (
     backend,
     clean_confidence,
@@ -24,6 +23,7 @@ from memory.services.common import (
     store_errors,
 )
 from memory.services.recall import RecallResult, memory_recall
+from memory.services.scoping import user_read_scope
 from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -272,30 +272,6 @@ def memory_write(
         source=source,
     )
     return doc
-
-
-def memory_supersede(
-    *,
-    user: User,
-    text: str,
-    supersedes: Sequence[str],
-    contradiction: str = "natural",
-    confidence: float = 1.0,
-    **fields: Any,
-) -> MemoryDoc:
-    """Write a new fact that replaces ``supersedes`` (the user's own current facts). The old
-    facts stay, flagged ``superseded_by``; use ``memory_forget`` only for an explicit forget."""
-    if not supersedes:
-        raise ValidationError("Name the fact ids this one supersedes.", code="bad_supersedes")
-    return memory_write(
-        user=user,
-        text=text,
-        memory_type="semantic",
-        supersedes=supersedes,
-        contradiction=contradiction,
-        confidence=confidence,
-        **fields,
-    )
 
 
 def _mark_superseded(new: MemoryDoc, targets: list[MemoryDoc]) -> None:

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from memory.models import IdempotencyRecord
-from memory.scoping import user_read_scope
 from memory.services.common import backend
+from memory.services.scoping import user_read_scope
 from tenants.models import AuditEvent, PlatformToken
 from tests.api.conftest import error_code, tenant_token
 

@@ -21,7 +21,6 @@ import pytest
 
 from memory import bookkeeping
 from memory.services.writes import (
-    memory_supersede,
     memory_turn_record,
     memory_write,
     procedure_outcome_record,
@@ -126,8 +125,12 @@ def seed_memories() -> Callable[[User], dict[str, Any]]:
         old = memory_write(
             user=user, text=f"{user.external_id} lives in Bristol", memory_type="semantic"
         )
-        new = memory_supersede(
-            user=user, text=f"{user.external_id} lives in Edinburgh", supersedes=[old.id]
+        new = memory_write(
+            user=user,
+            text=f"{user.external_id} lives in Edinburgh",
+            memory_type="semantic",
+            supersedes=[old.id],
+            contradiction="natural",
         )
         playbook = memory_write(
             user=user,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from erasure.models import ForgetRequest
-from memory.scoping import user_read_scope
 from memory.services.common import backend
+from memory.services.scoping import user_read_scope
 from tenants.models import AuditEvent
 from tenants.services.scoped_keys import scoped_key_provision
 

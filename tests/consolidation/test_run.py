@@ -9,8 +9,8 @@ from consolidation.llm import ChatModelError
 from consolidation.models import ConsolidationRun, ConsolidationState
 from consolidation.services.run import consolidation_run
 from consolidation.services.triggers import consolidation_request
-from memory.scoping import user_read_scope
 from memory.services.common import backend
+from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent
 from tests.consolidation.conftest import say

@@ -18,8 +18,8 @@ from consolidation.models import ConsolidationRun, ConsolidationState, PlaybookS
 from consolidation.selectors import recent_runs, tenant_token_usage
 from memory import bookkeeping
 from memory.engine.types import MemoryType
-from memory.scoping import user_read_scope
 from memory.services.common import backend
+from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent, Tenant, User
 from tenants.services.scoped_keys import scoped_key_provision

@@ -8,8 +8,8 @@ import pytest
 
 from erasure.models import ForgetRequest
 from erasure.services import forget_request_approve, forget_request_open
-from memory.scoping import user_read_scope
 from memory.services.common import backend
+from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_turn_record, memory_write
 from tenants.models import ScopedKey, User
 from tests.erasure.test_services import op, run

@@ -22,8 +22,8 @@ from erasure.services import (
 )
 from memory.engine.base import EngineError
 from memory.models import IdempotencyRecord
-from memory.scoping import user_read_scope
 from memory.services.common import backend
+from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_turn_record, memory_write
 from tenants.models import AuditEvent, PlatformToken, User
 from tenants.scoping import scope_for
@@ -285,7 +285,7 @@ def test_a_failed_job_is_retried_and_resumes_with_exact_counts(
     docs = [memory_write(user=alice, text=f"fact {n}", memory_type="semantic") for n in range(7)]
     request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
     approved(request, acme_admin, django_capture_on_commit_callbacks)
-    real_delete, calls = store.erasure_delete, []
+    real_delete, calls = store.delete_ids, []
 
     def flaky(**kwargs):
         calls.append(1)
@@ -293,10 +293,11 @@ def test_a_failed_job_is_retried_and_resumes_with_exact_counts(
             raise EngineError("the store went away")
         return real_delete(**kwargs)
 
-    monkeypatch.setattr(store, "erasure_delete", flaky)
+    monkeypatch.setattr(store, "delete_ids", flaky)
     failed = run(request)
 
-    assert failed.status == "failed" and "went away" in failed.reason
+    assert failed.status == "failed" and "memory store failed" in failed.reason
+    assert "went away" not in failed.reason  # the store's own text stays in the log
     progress = ErasureProgress.objects.get(request=request, kind="semantic")
     assert progress.deleted == 4 and len(progress.pending_ids) == 2
     with django_capture_on_commit_callbacks() as queued:
@@ -317,7 +318,7 @@ def test_a_job_killed_after_journaling_a_page_resumes_without_double_counting(
     docs = [memory_write(user=alice, text=f"fact {n}", memory_type="semantic") for n in range(8)]
     request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
     approved(request, acme_admin, django_capture_on_commit_callbacks)
-    real_delete, calls = store.erasure_delete, []
+    real_delete, calls = store.delete_ids, []
 
     class Killed(BaseException):
         """Stands in for SIGKILL: nothing after it runs, not even the failure handler."""
@@ -329,10 +330,10 @@ def test_a_job_killed_after_journaling_a_page_resumes_without_double_counting(
             raise Killed  # the page is gone from the store but not yet counted
         return deleted
 
-    monkeypatch.setattr(store, "erasure_delete", dies_after_deleting)
+    monkeypatch.setattr(store, "delete_ids", dies_after_deleting)
     with pytest.raises(Killed):
         forget_request_execute(request_id=request.pk)
-    monkeypatch.setattr(store, "erasure_delete", real_delete)
+    monkeypatch.setattr(store, "delete_ids", real_delete)
     stuck = ForgetRequest.objects.get(pk=request.pk)
     assert stuck.status == "running"
     assert forget_request_execute(request_id=request.pk) is None  # lease still live

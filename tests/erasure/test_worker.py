@@ -30,7 +30,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PER_TYPE = 1000
 TYPES = ("episodic", "semantic", "procedural")
-ARCHIVED = 30
 DIMS = 384
 
 
@@ -59,14 +58,13 @@ def cluster(settings) -> Elasticsearch:
 
 
 def users_documents(es: Elasticsearch, settings, user: User, kind: str) -> int:
-    """How many of ``user``'s documents of ``kind`` (a memory type, or archive) the cluster
-    holds: the memory types share one index."""
-    filters: list[dict[str, Any]] = [{"term": {"user_id": str(user.pk)}}]
-    if kind == "archive":
-        index = f"{settings.ATLAS_ES_INDEX_PREFIX}-archive"
-    else:
-        index = f"{settings.ATLAS_ES_INDEX_PREFIX}-memories"
-        filters.append({"term": {"memory_type": kind}})
+    """How many of ``user``'s documents of memory type ``kind`` the cluster holds: the memory
+    types share one index."""
+    filters: list[dict[str, Any]] = [
+        {"term": {"user_id": str(user.pk)}},
+        {"term": {"memory_type": kind}},
+    ]
+    index = f"{settings.ATLAS_ES_INDEX_PREFIX}-memories"
     es.indices.refresh(index=index)
     return int(es.count(index=index, query={"bool": {"filter": filters}})["count"])
 
@@ -103,19 +101,8 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
         store.write(mine[start : start + 500])
     store.write(kept)
     es = cluster(settings)
-    archived = [
-        doc(acme, alice, "semantic", f"archived-{n}-{uuid.uuid4().hex[:12]}")
-        for n in range(ARCHIVED)
-    ]
-    for d in archived:  # superseded facts moved to the archive index keep their routing
-        es.index(
-            index=f"{settings.ATLAS_ES_INDEX_PREFIX}-archive",
-            id=d.id,
-            routing=d.user_id,
-            document=d.to_source(),
-        )
     quoted = api_client_post(alice, "Alice's locker code is 4711")  # a stored API response
-    texts = [d.text for d in mine + archived] + [quoted]
+    texts = [d.text for d in mine] + [quoted]
 
     request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
     forget_request_approve(request=request, by=op(acme_admin))  # queued to Redis on commit
@@ -125,7 +112,7 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
 
     at_kill = deleted_so_far(request)
     stuck = ForgetRequest.objects.get(pk=request.pk)
-    assert stuck.status == "running" and 100 <= at_kill < len(mine) + ARCHIVED + 1
+    assert stuck.status == "running" and 100 <= at_kill < len(mine) + 1
     lease = stuck.lease_expires_at
     assert lease is not None
     wait_for(lambda: timezone.now() > lease, 30, "the lease to expire")
@@ -143,14 +130,13 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
         "episodic": PER_TYPE,
         "semantic": PER_TYPE + 1,  # the fact written through the API
         "procedural": PER_TYPE,
-        "archive": ARCHIVED,
     }
     erased = [i for v in indices.values() for i in v["ids"]]
     assert len(erased) == len(set(erased))  # nothing counted twice
-    assert set(erased) >= {d.id for d in mine + archived}
-    assert done.receipt["total_deleted"] == len(erased) == len(mine) + ARCHIVED + 1
+    assert set(erased) >= {d.id for d in mine}
+    assert done.receipt["total_deleted"] == len(erased) == len(mine) + 1
     assert done.verified is True and all(v["remaining"] == 0 for v in indices.values())
-    for kind in (*TYPES, "archive"):
+    for kind in TYPES:
         assert users_documents(es, settings, alice, kind) == 0
     assert users_documents(es, settings, bob, "semantic") == 20
     catalog = {"term": {"memory_type": "catalog"}}

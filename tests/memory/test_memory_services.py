@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from atlas_platform.cluster import ApiKey
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
 from memory import bookkeeping
 from memory.plans import RecallPlan
-from memory.scoping import user_read_scope
 from memory.selectors import memory_get, memory_history
 from memory.services.catalog import catalog_delete, catalog_import
 from memory.services.common import backend
 from memory.services.recall import memory_recall
+from memory.services.scoping import scoped_keys, user_read_scope
 from memory.services.writes import (
     memory_forget,
-    memory_supersede,
     memory_turn_record,
     memory_write,
     procedure_outcome_record,
@@ -268,9 +267,9 @@ def test_usage_of_repeated_recalls_is_written_as_one_batch(people, monkeypatch):
     calls = []
     original = type(store).record_usage
 
-    def spy(self, bumps, *, refresh=True):
+    def spy(self, bumps):
         calls.append({b.doc.id: b.count for b in bumps})
-        return original(self, bumps, refresh=refresh)
+        return original(self, bumps)
 
     monkeypatch.setattr(type(store), "record_usage", spy)
     # Hold the flush lock so the background flusher's next tick cannot split the batch.
@@ -283,10 +282,9 @@ def test_usage_of_repeated_recalls_is_written_as_one_batch(people, monkeypatch):
     assert memory_get(user=people.alice, memory_id=memo.id).use_count == 3
 
 
-@pytest.mark.parametrize("engine", ["es-dls", "es-filter"], indirect=True)
 def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
-    """On Elasticsearch the legs return ids; recall reads the head of the fused list (k plus a
-    few spares) in one request, and a candidate forgotten in between gives way to the next."""
+    """The legs return ids; recall reads the head of the fused list (k plus a few spares) in
+    one request, and a candidate forgotten in between gives way to the next."""
     alice = people.alice
     written = {
         f.id: f.text
@@ -299,15 +297,15 @@ def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
 
     def legs_then_forget_the_best(self, scope, query):
         found = legs_of(self, scope, query)
-        assert found.dense and all(h.doc is None for h in found.lexical + found.dense)
+        assert found.dense
         forgotten.append(found.dense[0].id)
         memory_forget(user=alice, memory_id=found.dense[0].id)
         reads.clear()  # forgetting read it too; count recall's own reads
         return found
 
-    def reading(self, scope, ids, **kwargs):
+    def reading(self, scope, ids):
         reads.append(list(ids))
-        return get_many(self, scope, ids, **kwargs)
+        return get_many(self, scope, ids)
 
     monkeypatch.setattr(type(store), "recall_legs", legs_then_forget_the_best)
     monkeypatch.setattr(type(store), "get_many", reading)
@@ -358,20 +356,31 @@ def test_a_kept_reader_of_a_rotated_key_is_refused_by_the_cluster(people):
     """Readers are kept per scoped key; after a rotation the new key reads, and the old key's
     kept reader fails closed (the cluster refuses it), never falling back to the writer."""
     from memory.engine.base import EngineError
+    from memory.engine.elasticsearch import ElasticsearchBackend
     from tenants.services.scoped_keys import scoped_key_rotate
 
     memo = fact(people.alice, "The spare key is under the blue pot")
-    old_scope = user_read_scope(people.alice)
-    assert backend().get_many(old_scope, [memo.id])  # the old key's reader, now kept
+    alice = (str(people.acme.pk), str(people.alice.pk))
+    scope = user_read_scope(people.alice)
+    old = scoped_keys.current(*alice)
+    assert backend().get_many(scope, [memo.id])  # the old key's reader, now kept
 
     scoped_key_rotate(user=people.alice)
 
-    stale = dataclasses.replace(old_scope, renew=None)  # a scope that cannot renew its key
+    class OnlyTheOldKey:  # a provider that cannot re-read the key
+        def current(self, tenant_id: str, user_id: str) -> ApiKey:
+            return old
+
+        reload = current
+
+    store = backend()
+    assert isinstance(store, ElasticsearchBackend)
+    stale = ElasticsearchBackend(config=store.config, dims=store.dims, keys=OnlyTheOldKey())
     with pytest.raises(EngineError):
-        backend().get_many(stale, [memo.id])
-    # The kept key is renewed from the database once the cluster refuses it.
-    assert [d.id for d in backend().get_many(old_scope, [memo.id])] == [memo.id]
-    assert user_read_scope(people.alice).credentials != old_scope.credentials
+        stale.get_many(scope, [memo.id])
+    # The kept key is re-read from the database once the cluster refuses it.
+    assert [d.id for d in backend().get_many(scope, [memo.id])] == [memo.id]
+    assert scoped_keys.current(*alice) != old
 
 
 @pytest.mark.parametrize("engine", ["es-dls"], indirect=True)
@@ -381,17 +390,18 @@ def test_a_kept_scoped_key_saves_the_key_lookup_and_follows_a_rotation(
     from tenants.services.scoped_keys import scoped_key_rotate
 
     memo = fact(people.alice, "The spare key is under the blue pot")
-    first = user_read_scope(people.alice)
+    alice = (str(people.acme.pk), str(people.alice.pk))
+    first = scoped_keys.current(*alice)
     with django_assert_num_queries(0):  # the key row is not read again
-        kept = user_read_scope(people.alice)
-    assert kept.credentials == first.credentials
+        kept = scoped_keys.current(*alice)
+    assert kept == first
 
     scoped_key_rotate(user=people.alice)  # in another process, say: nothing tells this cache
 
     found = memory_recall(user=people.alice, query="where is the spare key?")
     assert [h.doc.id for h in found.hits] == [memo.id]
-    renewed, current = user_read_scope(people.alice).credentials, people.alice.current_key()
-    assert renewed is not None and current is not None
+    renewed, current = scoped_keys.current(*alice), people.alice.current_key()
+    assert current is not None
     assert renewed.id == current.key_id
 
 
@@ -411,13 +421,14 @@ def test_a_kept_key_of_a_user_left_without_one_fails_closed(people):
 
 
 @pytest.mark.parametrize("engine", ["es-dls"], indirect=True)
-def test_without_key_caching_every_scope_reads_the_key_row(
+def test_without_key_caching_every_read_reads_the_key_row(
     people, settings, django_assert_num_queries
 ):
     settings.ATLAS_SCOPED_KEY_CACHE_S = 0
-    user_read_scope(people.alice)
+    alice = (str(people.acme.pk), str(people.alice.pk))
+    scoped_keys.current(*alice)
     with django_assert_num_queries(1):
-        user_read_scope(people.alice)
+        scoped_keys.current(*alice)
 
 
 def test_a_turn_recalls_with_the_vector_it_stored(people, monkeypatch):
@@ -634,15 +645,16 @@ def test_unknown_types_in_recall_are_refused(people):
         memory_recall(user=people.alice, query="anything", memory_types=["semantic", "dreams"])
 
 
-def test_memory_supersede_needs_ids_and_flags_the_old_fact(people):
+def test_a_superseding_write_needs_ids_and_flags_the_old_fact(people):
     old = fact(people.alice, "Works at Initech")
+    supersede = {"user": people.alice, "text": "Works at Globex", "memory_type": "semantic"}
 
-    with pytest.raises(ValidationError):
-        memory_supersede(user=people.alice, text="Works at Globex", supersedes=[])
-    new = memory_supersede(user=people.alice, text="Works at Globex", supersedes=[old.id])
+    with pytest.raises(ValidationError):  # a contradiction names what it supersedes
+        memory_write(**supersede, contradiction="natural")
+    new = memory_write(**supersede, supersedes=[old.id], contradiction="natural")
 
     assert memory_get(user=people.alice, memory_id=old.id).superseded_by == new.id
-    assert new.contradiction == "natural"
+    assert new.contradiction == "natural" and new.supersedes == [old.id]
 
 
 def test_the_catalog_import_command_loads_a_file(people, tmp_path):

@@ -13,7 +13,6 @@ from memory.admin import inspector
 from memory.models import RecallStat
 from memory.selectors import memory_get
 from memory.services.writes import (
-    memory_supersede,
     memory_turn_record,
     memory_write,
     procedure_outcome_record,
@@ -40,7 +39,13 @@ def seeded(store, alice):
     memory_turn_record(user=alice, text="My Lumio Hub v2 keeps dropping wifi")
     memory_turn_record(user=alice, text="I moved to Edinburgh last month")
     old = memory_write(user=alice, text="Alice lives in Bristol", memory_type="semantic")
-    new = memory_supersede(user=alice, text="Alice lives in Edinburgh", supersedes=[old.id])
+    new = memory_write(
+        user=alice,
+        text="Alice lives in Edinburgh",
+        memory_type="semantic",
+        supersedes=[old.id],
+        contradiction="natural",
+    )
     playbook = memory_write(
         user=alice,
         text="How to reset the Lumio Hub",

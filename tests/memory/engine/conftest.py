@@ -5,15 +5,16 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from atlas_platform.cluster import ApiKey
 from memory.engine.base import MemoryBackend
-from memory.engine.types import ApiKeyCredentials, MemoryDoc, MemoryType, ReadScope
+from memory.engine.types import Isolation, MemoryDoc, MemoryType, ReadScope
 
 DIMS = 8
 
@@ -27,37 +28,45 @@ def vec(*hot: int, weight: float = 1.0) -> list[float]:
     return [v / norm for v in values]
 
 
-@dataclass
-class BackendEnv:
-    backend: MemoryBackend
-    isolation: str
-    es_config: Any = None
-    keys: dict[tuple[str, str], ApiKeyCredentials] = field(default_factory=dict)
+class ContractKeys:
+    """The contract's scoped keys: one per (tenant, user), created on first use with the role
+    descriptor the product gives a user (``tenants.services.scoped_keys.role_descriptors``)."""
 
-    def scope(self, tenant_id: str, user_id: str | None) -> ReadScope:
-        if self.isolation != "dls" or user_id is None:
-            return ReadScope(tenant_id=tenant_id, user_id=user_id, isolation="filter")
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.keys: dict[tuple[str, str], ApiKey] = {}
+        self.reloads = 0
+
+    def current(self, tenant_id: str, user_id: str) -> ApiKey:
         if (tenant_id, user_id) not in self.keys:
             from atlas_platform.cluster import Cluster
             from tenants.services.scoped_keys import role_descriptors
 
-            cluster = Cluster(self.es_config)
-            key = cluster.create_api_key(
+            self.keys[(tenant_id, user_id)] = Cluster(self.config).create_api_key(
                 name=f"contract-{tenant_id[:8]}-{user_id}",
                 role_descriptors=role_descriptors(
-                    index_pattern=self.es_config.memory_index_pattern,
+                    index_pattern=self.config.memory_index_pattern,
                     tenant_id=tenant_id,
                     user_id=user_id,
                 ),
                 metadata={"test": True},
             )
-            self.keys[(tenant_id, user_id)] = ApiKeyCredentials(id=key.id, secret=key.secret)
-        return ReadScope(
-            tenant_id=tenant_id,
-            user_id=user_id,
-            isolation="dls",
-            credentials=self.keys[(tenant_id, user_id)],
-        )
+        return self.keys[(tenant_id, user_id)]
+
+    def reload(self, tenant_id: str, user_id: str) -> ApiKey:
+        self.reloads += 1
+        return self.current(tenant_id, user_id)
+
+
+@dataclass
+class BackendEnv:
+    backend: MemoryBackend
+    isolation: Isolation
+    keys: ContractKeys | None = None
+
+    def scope(self, tenant_id: str, user_id: str | None) -> ReadScope:
+        isolation: Isolation = "dls" if self.isolation == "dls" and user_id else "filter"
+        return ReadScope(tenant_id=tenant_id, user_id=user_id, isolation=isolation)
 
 
 @pytest.fixture(params=["embedded", "es-filter", "es-dls"])
@@ -76,9 +85,11 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendEnv]:
     )
     from memory.engine.elasticsearch import ElasticsearchBackend
 
-    backend = ElasticsearchBackend(config=config, dims=DIMS)
+    keys = ContractKeys(config)
+    backend = ElasticsearchBackend(config=config, dims=DIMS, keys=keys)
     backend.ensure_ready()
-    yield BackendEnv(backend=backend, isolation=request.param.split("-")[1], es_config=config)
+    isolation: Isolation = "dls" if request.param == "es-dls" else "filter"
+    yield BackendEnv(backend=backend, isolation=isolation, keys=keys)
 
 
 @pytest.fixture

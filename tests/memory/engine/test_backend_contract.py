@@ -56,7 +56,10 @@ def test_a_document_round_trips_with_every_field(env, tenant):
     got = env.backend.get(env.scope(tenant, "u1"), doc.id)
 
     assert got is not None
-    assert got.to_source() == doc.to_source()
+    # Every field but the embedding, which reads leave out: the dense leg searches it.
+    assert got.embedding is None
+    assert got.to_source() == {k: v for k, v in doc.to_source().items() if k != "embedding"}
+    assert dense_ids(legs(env, tenant, "u1", "", vector=doc.embedding)) == [doc.id]
 
 
 def test_reads_never_leave_the_scope(env, tenant):
@@ -345,6 +348,7 @@ def test_record_usage_adds_counts_and_only_moves_last_used_forward(env, tenant):
             UsageBump(doc=b, count=5, last_used_at=NOW),
         ]
     )
+    env.backend.sync()  # usage becomes visible on the store's schedule, or now
 
     got = {d.id: d for d in env.backend.get_many(env.scope(tenant, "u1"), [a.id, b.id])}
     assert changed == 2
@@ -365,19 +369,20 @@ def test_record_usage_skips_forgotten_documents(env, tenant):
             UsageBump(doc=kept, count=1, last_used_at=NOW),
         ]
     )
+    env.backend.sync()
 
     assert changed == 1
     assert env.backend.get(env.scope(tenant, "u1"), gone.id) is None
     assert env.backend.get(env.scope(tenant, "u1"), kept.id).use_count == 1
 
 
-def test_record_usage_without_refresh_is_not_lost_under_concurrent_updates(env, tenant):
+def test_record_usage_is_not_lost_under_concurrent_updates(env, tenant):
     doc = make_doc(tenant, "u1", "semantic", "counter")
     env.backend.write([doc])
 
     def bump() -> None:
         for _ in range(5):
-            env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)], refresh=False)
+            env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)])
 
     def update() -> None:
         for _ in range(5):
@@ -388,7 +393,8 @@ def test_record_usage_without_refresh_is_not_lost_under_concurrent_updates(env, 
         t.start()
     for t in threads:
         t.join()
-    env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)], refresh=True)
+    env.backend.record_usage([UsageBump(doc=doc, count=1, last_used_at=NOW)])
+    env.backend.sync()
 
     assert env.backend.get(env.scope(tenant, "u1"), doc.id).use_count == 16
 
@@ -451,29 +457,24 @@ def test_growth_counts_a_tenant_per_type_per_calendar_bucket(env, tenant):
     assert env.backend.growth(uuid.uuid4().hex, bucket="week") == []
 
 
-# --- erasure ----------------------------------------------------------------------------------
-def test_erasure_pages_through_one_users_documents_and_nobody_elses(env, tenant):
+# --- one user's documents by id (what erasure uses) --------------------------------------------
+def test_find_and_delete_ids_page_through_one_users_documents_and_nobody_elses(env, tenant):
     mine = [make_doc(tenant, "u1", "episodic", f"episode {n}") for n in range(7)]
     mine.append(make_doc(tenant, "u1", "semantic", "likes tea"))
     neighbour = make_doc(tenant, "u2", "episodic", "episode of u2")
     catalog = make_doc(tenant, None, "catalog", "opening hours")
     foreign = make_doc(tenant[::-1], "u1", "episodic", "same user id, other tenant")
     env.backend.write([*mine, neighbour, catalog, foreign])
-    assert "episodic" in env.backend.erasure_kinds()
-    assert "catalog" not in env.backend.erasure_kinds()
+    user = {"tenant_id": tenant, "user_id": "u1"}
 
     erased: list[str] = []
-    while page := env.backend.erasure_find(
-        tenant_id=tenant, user_id="u1", kind="episodic", limit=3
-    ):
+    while page := env.backend.find_ids(**user, memory_type="episodic", limit=3):
         assert len(page) <= 3 and page == sorted(page)
-        erased += env.backend.erasure_delete(
-            tenant_id=tenant, user_id="u1", kind="episodic", ids=page
-        )
+        erased += env.backend.delete_ids(**user, memory_type="episodic", ids=page)
 
     assert sorted(erased) == sorted(d.id for d in mine[:7])
-    assert env.backend.erasure_count(tenant_id=tenant, user_id="u1", kind="episodic") == 0
-    assert env.backend.erasure_count(tenant_id=tenant, user_id="u1", kind="semantic") == 1
+    assert env.backend.count_ids(**user, memory_type="episodic") == 0
+    assert env.backend.count_ids(**user, memory_type="semantic") == 1
     scope = env.scope(tenant, "u2")
     assert env.backend.get(scope, neighbour.id) is not None
     assert env.backend.get(scope, catalog.id) is not None
@@ -481,23 +482,37 @@ def test_erasure_pages_through_one_users_documents_and_nobody_elses(env, tenant)
     assert lexical_ids(legs(env, tenant, "u1", "episode")) == []
 
 
-def test_erasure_by_ids_deletes_only_the_users_listed_documents_once(env, tenant):
+def test_ids_among_given_ones_are_only_the_users_and_deleted_once(env, tenant):
     a, b, c = (make_doc(tenant, "u1", "semantic", f"fact {n}") for n in range(3))
     theirs = make_doc(tenant, "u2", "semantic", "fact of u2")
     env.backend.write([a, b, c, theirs])
     ids = [a.id, b.id, theirs.id, "0" * 32]
-    args = {"tenant_id": tenant, "user_id": "u1", "kind": "semantic"}
+    args = {"tenant_id": tenant, "user_id": "u1", "memory_type": "semantic"}
 
-    assert env.backend.erasure_count(**args, ids=ids) == 2
-    assert env.backend.erasure_find(**args, ids=ids) == sorted([a.id, b.id])
-    assert sorted(env.backend.erasure_delete(**args, ids=ids)) == sorted([a.id, b.id])
-    assert env.backend.erasure_delete(**args, ids=ids) == []  # idempotent: nothing twice
-    assert env.backend.erasure_count(**args, ids=ids) == 0
-    assert env.backend.erasure_find(**args, ids=[]) == []
+    assert env.backend.count_ids(**args, among=ids) == 2
+    assert env.backend.find_ids(**args, among=ids) == sorted([a.id, b.id])
+    assert sorted(env.backend.delete_ids(**args, ids=ids)) == sorted([a.id, b.id])
+    assert env.backend.delete_ids(**args, ids=ids) == []  # idempotent: nothing twice
+    assert env.backend.count_ids(**args, among=ids) == 0
+    assert env.backend.find_ids(**args, among=[]) == []
     assert [d.id for d in env.backend.get_many(env.scope(tenant, "u1"), [a.id, c.id])] == [c.id]
     assert env.backend.get(env.scope(tenant, "u2"), theirs.id) is not None
 
 
-def test_erasure_refuses_an_unknown_index(env, tenant):
+def test_ids_by_type_refuse_the_catalog(env, tenant):
     with pytest.raises(EngineError):
-        env.backend.erasure_count(tenant_id=tenant, user_id="u1", kind="catalog")
+        env.backend.count_ids(tenant_id=tenant, user_id="u1", memory_type="catalog")
+
+
+def test_reads_leave_the_embedding_out(env, tenant):
+    doc = make_doc(tenant, "u1", "episodic", "walked along the canal")
+    env.backend.write([doc])
+    scope = env.scope(tenant, "u1")
+
+    read = [
+        *env.backend.get_many(scope, [doc.id]),
+        *env.backend.scan(scope, memory_types=("episodic",)),
+    ]
+
+    assert [d.id for d in read] == [doc.id, doc.id]
+    assert all(d.embedding is None and d.text == doc.text for d in read)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from memory.engine.refresh import GroupRefresh
+from memory.engine.elasticsearch.refresh import GroupRefresh
 
 
 class Cluster:

@@ -108,7 +108,8 @@ def test_tenant_update_refuses_fields_that_are_not_tunables(acme):
 def test_a_key_that_fails_after_the_first_leaves_no_tenant_and_no_valid_key(es, monkeypatch):
     from atlas_platform.cluster import Cluster
 
-    created, invalidated = [], []
+    created: list[str] = []
+    invalidated: list[str] = []
     create, invalidate = Cluster.create_api_key, Cluster.invalidate_api_key
 
     def create_once(self, **kwargs):

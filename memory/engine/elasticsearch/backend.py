@@ -1,0 +1,146 @@
+"""The Elasticsearch backend: one index for every memory type (``<prefix>-memories``), shared
+by tenants, routed by user.
+
+One index, not one per type: a recall touches one shard per leg instead of four, and with the
+legs returning ids only, the per-shard work (security checks, query and fetch phases) was most of
+the cluster's CPU per recall (docs/performance.md). The type is a keyword field every query
+filters on.
+
+Uses only core features (BM25, dense_vector + ``knn`` query, ``function_score``, ``_msearch``,
+optimistic concurrency) so it runs on the integ-test distribution and on any licence. The
+work is split by job: ``client`` (connection, keys, errors), ``setup`` (templates), ``writes``,
+``reads``, ``queries``, ``refresh`` (group refresh); this class is the contract over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from atlas_platform.cluster import ClusterConfig
+from memory.engine.base import MemoryBackend, require_personal
+from memory.engine.elasticsearch import reads, setup, writes
+from memory.engine.elasticsearch.client import Connection, ScopedKeys
+from memory.engine.types import (
+    GrowthBucket,
+    GrowthPoint,
+    LegQuery,
+    LegResults,
+    MemoryDoc,
+    MemoryType,
+    ReadScope,
+    UsageBump,
+)
+
+
+class ElasticsearchBackend(MemoryBackend):
+    """``keys`` gives users' scoped keys for reads in ``dls`` scopes (none: only ``filter``
+    scopes can be read)."""
+
+    name = "elasticsearch"
+
+    def __init__(self, *, config: ClusterConfig, dims: int, keys: ScopedKeys | None = None) -> None:
+        self.config = config
+        self.dims = dims
+        self._conn = Connection(config=config, keys=keys)
+
+    @property
+    def index(self) -> str:
+        return self._conn.index
+
+    def ensure_ready(self) -> None:
+        setup.ensure_ready(self._conn, dims=self.dims)
+
+    # --- writes (always the writer credential) -------------------------------------------------
+    def write(self, docs: list[MemoryDoc]) -> None:
+        writes.write(self._conn, docs)
+
+    def update(self, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]) -> MemoryDoc:
+        return writes.update(self._conn, doc, mutate)
+
+    def record_usage(self, bumps: list[UsageBump]) -> int:
+        return writes.record_usage(self._conn, bumps, super().record_usage)
+
+    def sync(self) -> None:
+        self._conn.after_write()
+
+    def delete(self, doc: MemoryDoc) -> bool:
+        return writes.delete(self._conn, doc)
+
+    def delete_ids(
+        self, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
+    ) -> list[str]:
+        require_personal(memory_type)
+        return writes.delete_ids(
+            self._conn, tenant_id=tenant_id, user_id=user_id, memory_type=memory_type, ids=ids
+        )
+
+    # --- reads (scope filters always; the user's key under dls) --------------------------------
+    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+        return reads.get_many(self._conn, scope, memory_ids)
+
+    def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
+        return reads.recall_legs(self._conn, scope, query)
+
+    def scan(
+        self,
+        scope: ReadScope,
+        *,
+        memory_types: tuple[MemoryType, ...],
+        include_superseded: bool = True,
+        search_after: tuple[str, str] | None = None,
+        limit: int = 500,
+        only_superseded: bool = False,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> list[MemoryDoc]:
+        return reads.scan(
+            self._conn,
+            scope,
+            memory_types=memory_types,
+            include_superseded=include_superseded,
+            search_after=search_after,
+            limit=limit,
+            only_superseded=only_superseded,
+            created_from=created_from,
+            created_to=created_to,
+        )
+
+    def count(self, scope: ReadScope) -> dict[str, int]:
+        return reads.count(self._conn, scope)
+
+    def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
+        return reads.growth(self._conn, tenant_id, bucket=bucket)
+
+    def find_ids(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        memory_type: MemoryType,
+        among: list[str] | None = None,
+        limit: int = 500,
+    ) -> list[str]:
+        require_personal(memory_type)
+        return reads.find_ids(
+            self._conn,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            memory_type=memory_type,
+            among=among,
+            limit=limit,
+        )
+
+    def count_ids(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        memory_type: MemoryType,
+        among: list[str] | None = None,
+    ) -> int:
+        require_personal(memory_type)
+        return reads.count_ids(
+            self._conn, tenant_id=tenant_id, user_id=user_id, memory_type=memory_type, among=among
+        )

@@ -1,0 +1,107 @@
+"""The backend's connection: the writer client, readers bound to users' scoped keys, the group
+refresh, and the error mapping (``atlas_platform.cluster``'s, raising ``EngineError``).
+
+Under ``dls`` a read runs with the user's scoped key, so the cluster itself refuses another
+user's documents. The keys come from a ``ScopedKeys`` provider that the memory app wires from
+the tenants app's scoped-key services (``memory.services.scoping.scoped_keys``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from elasticsearch import ApiError, AuthenticationException, Elasticsearch, TransportError
+
+from atlas_platform.cluster import ApiKey, Cluster, ClusterConfig, cluster_call, cluster_failure
+from atlas_platform.exceptions import Unavailable
+from memory.engine.base import EngineError
+from memory.engine.elasticsearch.refresh import GroupRefresh
+from memory.engine.types import ReadScope
+
+Json = dict[str, Any]
+T = TypeVar("T")
+
+SHARED_INDEX = "memories"  # every memory type, told apart by the memory_type keyword
+READER_CACHE_SIZE = 1024  # scoped-key clients kept, most recently used (one costs ~1 ms)
+
+
+class ScopedKeys(Protocol):
+    """Where the backend gets a user's scoped key for ``dls`` reads."""
+
+    def current(self, tenant_id: str, user_id: str) -> ApiKey:
+        """The user's key; may be a copy kept from earlier. Raises when there is none."""
+
+    def reload(self, tenant_id: str, user_id: str) -> ApiKey:
+        """The user's key read afresh (the cluster refused the kept one: rotated since)."""
+
+
+def call(what: str, fn: Callable[[], T]) -> T:
+    """One cluster call; a client-library failure becomes an ``EngineError``."""
+    return cluster_call(what, fn, error=EngineError)
+
+
+def failure(what: str, exc: Exception) -> Unavailable:
+    """The ``EngineError`` to raise for a client-library failure (``cluster_failure``)."""
+    return cluster_failure(what, exc, error=EngineError)
+
+
+class Connection:
+    """What every part of the backend shares: one per backend instance."""
+
+    def __init__(self, *, config: ClusterConfig, keys: ScopedKeys | None) -> None:
+        self.config = config
+        self.index = f"{config.index_prefix}-{SHARED_INDEX}"
+        self._cluster = Cluster(config)
+        self.writer = self._cluster.client
+        self._keys = keys
+        # Clients bound to users' scoped keys, kept per key (id and secret: a rotated key gets a
+        # new one) so a request does not rebuild a client's ~90 namespace objects.
+        self._reader_for = functools.lru_cache(maxsize=READER_CACHE_SIZE)(self._with_key)
+        self.refreshes = GroupRefresh(self._refresh)
+
+    def read(self, scope: ReadScope, what: str, fn: Callable[[Elasticsearch], T]) -> T:
+        """Run a read as the scope's credential: the writer, or under ``dls`` the user's key.
+        A key the cluster does not know (401: rotated or invalidated since it was kept) is
+        re-read once; a user left without a live key is refused by the provider, and a second
+        refusal fails the read. Never falls back to the writer."""
+        if scope.isolation != "dls":
+            return call(what, lambda: fn(self.writer))
+        if self._keys is None or scope.user_id is None:
+            raise EngineError("A dls read needs a user and the backend a scoped-key provider.")
+        tenant_id, user_id = scope.tenant_id, scope.user_id
+        try:
+            return fn(self._reader(self._keys.current(tenant_id, user_id)))
+        except AuthenticationException:
+            fresh = self._keys.reload(tenant_id, user_id)
+            return call(what, lambda: fn(self._reader(fresh)))
+        except (ApiError, TransportError) as exc:
+            raise failure(what, exc) from exc
+
+    def search(self, scope: ReadScope, routing: str, body: Json) -> Json:
+        response = self.read(
+            scope,
+            "search",
+            lambda client: client.search(index=self.index, routing=routing, **body),
+        )
+        result: Json = response.body
+        return result
+
+    def after_write(self) -> None:
+        """Return once what was written before is searchable (``refresh.GroupRefresh``)."""
+        self.refreshes.after_write([self.index])
+
+    def _reader(self, key: ApiKey) -> Elasticsearch:
+        client: Elasticsearch = self._reader_for(key)
+        return client
+
+    def _with_key(self, key: ApiKey) -> Elasticsearch:
+        return self._cluster.as_api_key(key)
+
+    def _refresh(self, index: str) -> None:
+        # The whole index, where ``refresh=true`` on a write touched only the written shards: a
+        # shard with nothing new skips its refresh, so more shards cost little.
+        shards = call("refresh", lambda: self.writer.indices.refresh(index=index))["_shards"]
+        if shards.get("failed"):
+            raise EngineError(f"Elasticsearch could not refresh {index}: {shards}")

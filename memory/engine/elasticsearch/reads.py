@@ -1,0 +1,208 @@
+"""Reads: scope filters always, and the user's key under ``dls`` (``client.Connection.read``).
+
+Recall's two legs go out in one ``_msearch`` and return ids only (``queries.LEG_FIELDS``); recall
+then reads the few documents it returns with ``get_many``, whose ``_source`` leaves the
+embedding out (``queries.NO_VECTORS``).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.engine.base import EngineError
+from memory.engine.elasticsearch.client import Connection, call
+from memory.engine.elasticsearch.queries import (
+    NO_VECTORS,
+    dense_body,
+    leg_filters,
+    lexical_body,
+    recall_types,
+    scope_filter,
+    scope_routing,
+    user_query,
+)
+from memory.engine.elasticsearch.writes import user_hits
+from memory.engine.types import (
+    MEMORY_TYPES,
+    GrowthBucket,
+    GrowthPoint,
+    LegHit,
+    LegQuery,
+    LegResults,
+    MemoryDoc,
+    MemoryType,
+    ReadScope,
+    RecallFilter,
+)
+
+Json = dict[str, Any]
+
+
+def get_many(conn: Connection, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+    if not memory_ids:
+        return []
+    body: Json = {
+        "size": len(set(memory_ids)),
+        "query": {"bool": {"filter": [{"ids": {"values": memory_ids}}, *scope_filter(scope)]}},
+        **NO_VECTORS,
+    }
+    hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    by_id = {doc.id: doc for doc in (MemoryDoc.from_source(h["_source"]) for h in hits)}
+    return [by_id[i] for i in memory_ids if i in by_id]
+
+
+def recall_legs(conn: Connection, scope: ReadScope, query: LegQuery) -> LegResults:
+    types = recall_types(scope, query.filter)
+    header: Json = {"index": conn.index, "routing": scope_routing(scope)}
+    filters = leg_filters(scope, types, query.filter)
+    legs: list[tuple[str, Json, Json]] = []
+    if types and query.lexical and query.text.strip():
+        # DFS shares term statistics across shards: a user's documents and the catalog are
+        # routed apart, and their BM25 scores must be comparable (the catalog prior is a
+        # ratio of them).
+        dfs = {**header, "search_type": "dfs_query_then_fetch"}
+        legs.append(("lexical", dfs, lexical_body(query, filters)))
+    if types and query.dense and query.vector is not None:
+        legs.append(("dense", header, dense_body(query, query.vector, filters)))
+    results = LegResults()
+    if not legs:
+        return results
+    searches = [part for _, head, body in legs for part in (head, body)]
+    started = time.perf_counter()
+    response = conn.read(
+        scope,
+        "recall",
+        lambda client: client.msearch(searches=searches, max_concurrent_searches=len(legs)),
+    )
+    results.took_ms = (time.perf_counter() - started) * 1000.0
+    for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
+        if "error" in answer:
+            raise EngineError(f"Elasticsearch failed the {leg} leg: {answer['error']}")
+        hits = [
+            LegHit(
+                id=h["fields"]["id"][0],
+                score=float(h["_score"]),
+                rank=n,
+                superseded_by=(h["fields"].get("superseded_by") or [None])[0],
+            )
+            for n, h in enumerate(answer["hits"]["hits"], start=1)
+        ]
+        setattr(results, leg, hits)
+    return results
+
+
+def scan(
+    conn: Connection,
+    scope: ReadScope,
+    *,
+    memory_types: tuple[MemoryType, ...],
+    include_superseded: bool,
+    search_after: tuple[str, str] | None,
+    limit: int,
+    only_superseded: bool,
+    created_from: datetime | None,
+    created_to: datetime | None,
+) -> list[MemoryDoc]:
+    types = tuple(dict.fromkeys(memory_types))
+    if not types or limit <= 0:
+        return []
+    flt = RecallFilter(include_superseded=include_superseded or only_superseded)
+    filters = leg_filters(scope, types, flt)
+    if only_superseded:
+        filters.append({"exists": {"field": "superseded_by"}})
+    window = {
+        op: moment.isoformat()
+        for op, moment in (("gte", created_from), ("lte", created_to))
+        if moment is not None
+    }
+    if window:
+        filters.append({"range": {"created_at.nanos": window}})
+    body: Json = {
+        "size": limit,
+        "track_total_hits": False,
+        "query": {"bool": {"filter": filters}},
+        # created_at.nanos keeps the microseconds the key carries (date is milliseconds).
+        "sort": [
+            {"created_at.nanos": {"order": "asc", "format": "strict_date_optional_time_nanos"}},
+            {"id": "asc"},
+        ],
+        **NO_VECTORS,
+    }
+    if search_after is not None:
+        body["search_after"] = list(search_after)
+    hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    return [MemoryDoc.from_source(h["_source"]) for h in hits]
+
+
+def count(conn: Connection, scope: ReadScope) -> dict[str, int]:
+    body: Json = {
+        "size": 0,
+        "query": {"bool": {"filter": scope_filter(scope)}},
+        "aggs": {"types": {"terms": {"field": "memory_type", "size": len(MEMORY_TYPES)}}},
+    }
+    response = conn.search(scope, scope_routing(scope), body)
+    counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
+    counts.update(
+        {b["key"]: int(b["doc_count"]) for b in response["aggregations"]["types"]["buckets"]}
+    )
+    return counts
+
+
+def growth(conn: Connection, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
+    body: Json = {
+        "size": 0,
+        "query": {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}},
+        "aggs": {
+            "buckets": {
+                "date_histogram": {
+                    "field": "created_at",
+                    "calendar_interval": bucket,
+                    "time_zone": "UTC",
+                    "min_doc_count": 1,
+                },
+                "aggs": {"types": {"terms": {"field": "memory_type", "size": len(MEMORY_TYPES)}}},
+            }
+        },
+    }
+    response = call("count growth", lambda: conn.writer.search(index=conn.index, **body))
+    points = [
+        GrowthPoint(
+            start=datetime.fromtimestamp(b["key"] / 1000, tz=UTC),
+            memory_type=t["key"],
+            count=int(t["doc_count"]),
+        )
+        for b in response["aggregations"]["buckets"]["buckets"]
+        for t in b["types"]["buckets"]
+    ]
+    return sorted(points, key=lambda p: (p.start, p.memory_type))
+
+
+def find_ids(
+    conn: Connection,
+    *,
+    tenant_id: str,
+    user_id: str,
+    memory_type: MemoryType,
+    among: list[str] | None,
+    limit: int,
+) -> list[str]:
+    if limit <= 0 or among == []:
+        return []
+    return [h["_id"] for h in user_hits(conn, tenant_id, user_id, memory_type, among, limit)]
+
+
+def count_ids(
+    conn: Connection,
+    *,
+    tenant_id: str,
+    user_id: str,
+    memory_type: MemoryType,
+    among: list[str] | None,
+) -> int:
+    if among == []:
+        return 0
+    query = user_query(tenant_id, user_id, memory_type, among)
+    response = call("count documents", lambda: conn.writer.count(index=conn.index, query=query))
+    return int(response["count"])

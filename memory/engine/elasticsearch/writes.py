@@ -1,0 +1,197 @@
+"""Writes, always with the writer credential: bulk index, optimistic read-modify-write,
+batched usage, deletes.
+
+Writes index without refreshing, then wait for a shared refresh (``refresh.GroupRefresh``), so
+the very next recall sees them without waiting for the periodic refresh (``wait_for`` would
+add up to a second per write) and concurrent writers pay for one refresh, not one each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from elasticsearch import ApiError, ConflictError, NotFoundError, TransportError
+
+from memory.engine.base import EngineError, UpdateConflict, usage_changes
+from memory.engine.elasticsearch.client import Connection, call, failure
+from memory.engine.elasticsearch.queries import routing, user_query
+from memory.engine.types import MemoryDoc, MemoryType, UsageBump
+
+Json = dict[str, Any]
+UPDATE_RETRIES = 20
+NO_REFRESH = "false"
+
+
+def write(conn: Connection, docs: list[MemoryDoc]) -> None:
+    if not docs:
+        return
+    operations: list[Json] = []
+    for doc in docs:
+        meta = {"_index": conn.index, "_id": doc.id, "routing": routing(doc)}
+        operations += [{"index": meta}, doc.to_source()]
+    response = call(
+        "write documents",
+        lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
+    )
+    conn.after_write()
+    if response.get("errors"):
+        failures = [
+            f"{item['index'].get('_id')}: {item['index']['error']}"
+            for item in response["items"]
+            if "error" in item.get("index", {})
+        ]
+        raise EngineError(f"Elasticsearch refused {len(failures)} document(s): {failures}")
+
+
+def update(
+    conn: Connection, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]
+) -> MemoryDoc:
+    doc_routing = routing(doc)
+    for attempt in range(UPDATE_RETRIES):
+        current, seq_no, primary_term = _get_versioned(conn, doc.id, doc_routing)
+        changes = mutate(current)
+        if not changes:
+            return dataclasses.replace(current, embedding=None)
+        updated = dataclasses.replace(current, **changes)
+        try:
+            conn.writer.index(
+                index=conn.index,
+                id=doc.id,
+                routing=doc_routing,
+                document=updated.to_source(),
+                if_seq_no=seq_no,
+                if_primary_term=primary_term,
+                refresh=NO_REFRESH,
+            )
+        except ConflictError:
+            # Jitter so that writers who lost together do not collide again.
+            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # noqa: S311
+            continue
+        except (ApiError, TransportError) as exc:
+            raise failure(f"update {doc.id}", exc) from exc
+        conn.after_write()
+        return dataclasses.replace(updated, embedding=None)
+    raise UpdateConflict(f"{doc.id} kept changing under {UPDATE_RETRIES} attempts to update it")
+
+
+def record_usage(
+    conn: Connection, bumps: list[UsageBump], one_by_one: Callable[[list[UsageBump]], int]
+) -> int:
+    """One ``mget`` and one conditional ``bulk`` for the whole batch (no scripts on this
+    cluster), visible at the next periodic refresh; the few that lose a race to another
+    writer go through ``one_by_one`` (``update``)."""
+    if not bumps:
+        return 0
+    refs = [{"_index": conn.index, "_id": b.doc.id, "routing": routing(b.doc)} for b in bumps]
+    found = call("read usage", lambda: conn.writer.mget(docs=refs))["docs"]
+    operations: list[Json] = []
+    batch: list[UsageBump] = []
+    for bump, ref, got in zip(bumps, refs, found, strict=True):
+        if not got.get("found"):
+            continue  # forgotten since it was recalled
+        current = MemoryDoc.from_source(got["_source"])
+        updated = dataclasses.replace(current, **usage_changes(current, bump))
+        condition = {"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"]}
+        operations += [{"index": {**ref, **condition}}, updated.to_source()]
+        batch.append(bump)
+    if not operations:
+        return 0
+    response = call(
+        "record usage",
+        lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
+    )
+    changed = 0
+    for bump, item in zip(batch, response["items"], strict=True):
+        status = item["index"].get("status", 500)
+        if status < 300:
+            changed += 1
+        elif status == 409:
+            changed += one_by_one([bump])
+    return changed
+
+
+def delete(conn: Connection, doc: MemoryDoc) -> bool:
+    try:
+        conn.writer.delete(index=conn.index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
+    except NotFoundError as exc:
+        if _error_body(exc).get("result") == "not_found":
+            return False
+        raise failure(f"delete {doc.id}", exc) from exc
+    except (ApiError, TransportError) as exc:
+        raise failure(f"delete {doc.id}", exc) from exc
+    conn.after_write()
+    return True
+
+
+def delete_ids(
+    conn: Connection, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
+) -> list[str]:
+    """No delete-by-query: search the user's own documents among ``ids`` (with the routing
+    each was stored under), then bulk-delete them."""
+    if not ids:
+        return []
+    hits = user_hits(conn, tenant_id, user_id, memory_type, ids, len(set(ids)))
+    if not hits:
+        return []
+    operations: list[Json] = [
+        {"delete": {"_index": conn.index, "_id": h["_id"], "routing": h.get("_routing")}}
+        for h in hits
+    ]
+    response = call(
+        "delete documents",
+        lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
+    )
+    conn.after_write()
+    deleted, failures = [], []
+    for item in response["items"]:
+        outcome = item["delete"]
+        if outcome.get("result") == "deleted":
+            deleted.append(outcome["_id"])
+        elif outcome.get("result") != "not_found":
+            failures.append(f"{outcome.get('_id')}: {outcome.get('error')}")
+    if failures:
+        raise EngineError(f"Elasticsearch refused to delete {len(failures)}: {failures}")
+    return deleted
+
+
+def user_hits(
+    conn: Connection,
+    tenant_id: str,
+    user_id: str,
+    memory_type: MemoryType,
+    among: list[str] | None,
+    limit: int,
+) -> list[Json]:
+    """Up to ``limit`` of the user's documents of one type (ids and routing, no source), in id
+    order, with the writer credential."""
+    body: Json = {
+        "size": limit,
+        "_source": False,
+        "track_total_hits": False,
+        "query": user_query(tenant_id, user_id, memory_type, among),
+        "sort": [{"id": "asc"}],
+    }
+    # No routing: every document of the user is found, whatever it was stored under.
+    response = call("search", lambda: conn.writer.search(index=conn.index, **body))
+    hits: list[Json] = response["hits"]["hits"]
+    return hits
+
+
+def _get_versioned(
+    conn: Connection, memory_id: str, doc_routing: str
+) -> tuple[MemoryDoc, int, int]:
+    try:
+        got = conn.writer.get(index=conn.index, id=memory_id, routing=doc_routing)
+    except NotFoundError as exc:
+        raise EngineError(f"Memory {memory_id} is gone.") from exc
+    except (ApiError, TransportError) as exc:
+        raise failure(f"read {memory_id}", exc) from exc
+    return MemoryDoc.from_source(got["_source"]), got["_seq_no"], got["_primary_term"]
+
+
+def _error_body(exc: ApiError) -> Json:
+    return exc.body if isinstance(exc.body, dict) else {}

@@ -1,0 +1,247 @@
+"""The embedded backend: the memory contract in-process, over its own SQLite file.
+
+Each process keeps an owner's vectors and ranking columns in numpy (``snapshots``) and reads back
+only the rows written since, because a turn writes and then recalls, and reloading 10k rows each
+time would cost more than the recall itself. Several web workers may write at once: WAL, a busy
+timeout, one connection per thread and process, short ``BEGIN IMMEDIATE`` write transactions,
+and each read inside one snapshot (``store``). The legs are in ``legs``; owners in ``scopes``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memory.engine.base import EngineError, MemoryBackend, require_personal
+from memory.engine.embedded import legs
+from memory.engine.embedded.scopes import owner_key, recall_owners, scope_owners, user_where
+from memory.engine.embedded.snapshots import sortable
+from memory.engine.embedded.store import (
+    CACHE_BYTES,
+    SCHEMA,
+    Store,
+    bump,
+    decode,
+    encode,
+    engine_errors,
+    fts_delete,
+    fts_fields,
+    store_rows,
+)
+from memory.engine.types import (
+    MEMORY_TYPES,
+    GrowthBucket,
+    GrowthPoint,
+    LegQuery,
+    LegResults,
+    MemoryDoc,
+    MemoryType,
+    ReadScope,
+    RecallFilter,
+)
+
+
+class EmbeddedBackend(MemoryBackend):
+    """The contract over a SQLite file at ``path`` (FTS5 for BM25, numpy for cosine)."""
+
+    name = "embedded"
+
+    def __init__(self, *, path: Path, dims: int, cache_bytes: int = CACHE_BYTES) -> None:
+        self.path = Path(path)
+        self.dims = dims
+        self._store = Store(path=self.path, dims=dims, cache_bytes=cache_bytes)
+
+    def ensure_ready(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with engine_errors():
+            (mode,) = self._store.connection().execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode != "wal":  # e.g. a network file system: concurrent writers would not be safe
+            raise EngineError(f"embedded store {self.path}: WAL unavailable (mode {mode})")
+        with self._store.transaction(write=True) as conn:
+            for statement in SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT OR IGNORE INTO settings VALUES ('dims', ?)", (self.dims,))
+            (dims,) = conn.execute("SELECT value FROM settings WHERE name = 'dims'").fetchone()
+        if dims != self.dims:  # another embedding model wrote these vectors
+            raise EngineError(f"embedded store {self.path} holds {dims}-d vectors, not {self.dims}")
+
+    # --- writes --------------------------------------------------------------------------------
+    def write(self, docs: list[MemoryDoc]) -> None:
+        encoded = [encode(doc, self.dims) for doc in docs]
+        with self._store.transaction(write=True) as conn:
+            store_rows(conn, encoded)
+
+    def update(self, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]) -> MemoryDoc:
+        # Holding the write lock from the read on makes this exact: no retry, never a conflict.
+        with self._store.transaction(write=True) as conn:
+            row = conn.execute(
+                "SELECT source, embedding FROM memories WHERE id = ? AND owner = ?",
+                (doc.id, owner_key(doc.tenant_id, doc.user_id)),
+            ).fetchone()
+            if row is None:
+                raise EngineError(f"memory {doc.id} is gone")
+            current = decode(row[0], row[1])
+            changes = mutate(current)
+            if not changes:
+                return current
+            updated = dataclasses.replace(current, **changes)
+            store_rows(conn, [encode(updated, self.dims)])
+        return dataclasses.replace(updated, embedding=None)
+
+    def sync(self) -> None:
+        """Nothing to do: every write is visible once its transaction commits."""
+
+    def delete(self, doc: MemoryDoc) -> bool:
+        owner = owner_key(doc.tenant_id, doc.user_id)
+        with self._store.transaction(write=True) as conn:
+            row = conn.execute(
+                "DELETE FROM memories WHERE id = ? AND owner = ? RETURNING seq, source",
+                (doc.id, owner),
+            ).fetchone()
+            if row is None:
+                return False
+            fts_delete(conn, row[0], fts_fields(owner, json.loads(row[1])))
+            bump(conn, owner, purged=True)
+        return True
+
+    def delete_ids(
+        self, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
+    ) -> list[str]:
+        require_personal(memory_type)
+        where, params = user_where(tenant_id, user_id, memory_type, ids)
+        owner = owner_key(tenant_id, user_id)
+        with self._store.transaction(write=True) as conn:
+            rows = conn.execute(
+                f"DELETE FROM memories WHERE {where} RETURNING seq, id, source",  # noqa: S608
+                params,
+            ).fetchall()
+            for seq, _, source in rows:
+                fts_delete(conn, seq, fts_fields(owner, json.loads(source)))
+            if rows:
+                bump(conn, owner, purged=True)
+        return sorted(row[1] for row in rows)
+
+    # --- reads ---------------------------------------------------------------------------------
+    def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
+        # Lists travel as one JSON parameter: no SQL built from values, no bound-variable limit.
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, source FROM memories"
+                " WHERE id IN (SELECT value FROM json_each(?))"
+                " AND tenant_id = ? AND owner IN (SELECT value FROM json_each(?))",
+                (json.dumps(memory_ids), scope.tenant_id, json.dumps(scope_owners(scope))),
+            ).fetchall()
+        found = {row[0]: decode(row[1]) for row in rows}
+        return [found[memory_id] for memory_id in memory_ids if memory_id in found]
+
+    def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
+        return legs.recall_legs(self._store, scope, query)
+
+    def scan(
+        self,
+        scope: ReadScope,
+        *,
+        memory_types: tuple[MemoryType, ...],
+        include_superseded: bool = True,
+        search_after: tuple[str, str] | None = None,
+        limit: int = 500,
+        only_superseded: bool = False,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+    ) -> list[MemoryDoc]:
+        wanted = RecallFilter(memory_types=memory_types, include_catalog="catalog" in memory_types)
+        owners = [owner for owner, _ in recall_owners(scope, wanted)]
+        after = ("", "")
+        if search_after is not None:
+            after = (sortable(datetime.fromisoformat(search_after[0])), search_after[1])
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT source FROM memories"
+                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                " AND memory_type IN (SELECT value FROM json_each(?))"
+                " AND (? OR superseded_by IS NULL) AND (NOT ? OR superseded_by IS NOT NULL)"
+                " AND created_at >= ? AND created_at <= ?"
+                " AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                (
+                    json.dumps(owners),
+                    scope.tenant_id,
+                    json.dumps(memory_types),
+                    include_superseded or only_superseded,
+                    only_superseded,
+                    sortable(created_from) if created_from else "",
+                    sortable(created_to) if created_to else "~",  # "~" sorts after any date
+                    *after,
+                    limit,
+                ),
+            ).fetchall()
+        return [decode(source) for (source,) in rows]
+
+    def count(self, scope: ReadScope) -> dict[str, int]:
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT memory_type, count(*) FROM memories"
+                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                " GROUP BY memory_type",
+                (json.dumps(scope_owners(scope)), scope.tenant_id),
+            ).fetchall()
+        return dict.fromkeys(MEMORY_TYPES, 0) | {kind: int(n) for kind, n in rows}
+
+    def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
+        # created_at is sortable() text; 'weekday 0', '-6 days' moves any day to its Monday.
+        start = {
+            "week": "date(created_at, 'weekday 0', '-6 days')",
+            "month": "strftime('%Y-%m-01', created_at)",
+        }[bucket]
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                f"SELECT {start} AS start, memory_type, count(*) FROM memories"  # noqa: S608
+                " WHERE tenant_id = ? GROUP BY start, memory_type ORDER BY start, memory_type",
+                (tenant_id,),
+            ).fetchall()
+        return [
+            GrowthPoint(
+                start=datetime.fromisoformat(day).replace(tzinfo=UTC),
+                memory_type=kind,
+                count=int(n),
+            )
+            for day, kind, n in rows
+        ]
+
+    def find_ids(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        memory_type: MemoryType,
+        among: list[str] | None = None,
+        limit: int = 500,
+    ) -> list[str]:
+        require_personal(memory_type)
+        where, params = user_where(tenant_id, user_id, memory_type, among)
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                f"SELECT id FROM memories WHERE {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
+                (*params, max(0, limit)),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def count_ids(
+        self,
+        *,
+        tenant_id: str,
+        user_id: str,
+        memory_type: MemoryType,
+        among: list[str] | None = None,
+    ) -> int:
+        require_personal(memory_type)
+        where, params = user_where(tenant_id, user_id, memory_type, among)
+        with self._store.transaction() as conn:
+            (n,) = conn.execute(
+                f"SELECT count(*) FROM memories WHERE {where}",  # noqa: S608 - fixed text
+                params,
+            ).fetchone()
+        return int(n)

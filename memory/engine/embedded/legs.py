@@ -1,0 +1,110 @@
+"""The recall legs over the store: FTS5 BM25 (lexical) and numpy cosine (dense) on the owners'
+snapshots, each scored with ``base.signal_multiplier`` itself."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+import numpy as np
+
+from memory.engine.base import signal_multiplier
+from memory.engine.embedded import snapshots
+from memory.engine.embedded.scopes import recall_owners
+from memory.engine.embedded.snapshots import Candidate, Snapshot
+from memory.engine.embedded.store import Store, decode, unit_vector
+from memory.engine.types import LegHit, LegQuery, LegResults, MemoryDoc, ReadScope
+from memory.query import lexical_terms
+
+
+def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
+    started = time.perf_counter()
+    owners = recall_owners(scope, query.filter)
+    vector = None
+    if query.dense and query.vector is not None:
+        vector = unit_vector(query.vector, store.dims)
+    with store.transaction() as conn:
+        masked = []
+        for owner, kinds in owners:
+            snapshot = store.snapshot(conn, owner, scope.tenant_id)
+            masked.append((snapshot, snapshots.recall_mask(snapshot, kinds, query.filter)))
+        lexical: list[Candidate] = []
+        if query.lexical:
+            lexical = _lexical(conn, [owner for owner, _ in owners], masked, query)
+        dense: list[Candidate] = []
+        if vector is not None:
+            for snapshot, mask in masked:
+                dense += snapshots.dense_candidates(snapshot, mask, vector, query)
+        dense = _top(dense, query.size)
+        docs = _docs_by_seq(conn, {candidate.seq for candidate in lexical + dense})
+    return LegResults(
+        lexical=_hits(lexical, docs, query),
+        dense=_hits(dense, docs, query),
+        took_ms=(time.perf_counter() - started) * 1000.0,
+    )
+
+
+def _lexical(
+    conn: sqlite3.Connection,
+    owners: list[str],
+    masked: list[tuple[Snapshot, snapshots.Mask]],
+    query: LegQuery,
+) -> list[Candidate]:
+    expression = _match_expression(query.text, owners)
+    if expression is None:
+        return []
+    # Field weights as the Elasticsearch backend's; the owner column only filters.
+    found = conn.execute(
+        "SELECT rowid, -bm25(memories_fts, 0, 1, 0.5, 0.3, 0.5) FROM memories_fts"
+        " WHERE memories_fts MATCH ?",
+        (expression,),
+    ).fetchall()
+    seqs = np.array([seq for seq, _ in found], dtype=np.int64)
+    bm25 = np.array([score for _, score in found], dtype=np.float64)
+    candidates: list[Candidate] = []
+    for snapshot, mask in masked:
+        candidates += snapshots.lexical_candidates(snapshot, mask, seqs, bm25, query)
+    return _top(candidates, query.size)
+
+
+def _match_expression(text: str, owners: list[str]) -> str | None:
+    """An FTS5 query for any of the query's ``lexical_terms`` (each quoted, so user text is
+    never FTS5 syntax) in the text fields of the owners' documents."""
+    terms = lexical_terms(text)
+    if not terms or not owners:
+        return None
+    return (
+        f"owner : ({_any_of(owners)})"
+        f" AND {{text name description trigger_text}} : ({_any_of(terms)})"
+    )
+
+
+def _any_of(tokens: list[str]) -> str:
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in dict.fromkeys(tokens))
+
+
+def _top(candidates: list[Candidate], size: int) -> list[Candidate]:
+    return sorted(candidates, key=lambda candidate: -candidate.score)[:size]
+
+
+def _docs_by_seq(conn: sqlite3.Connection, seqs: set[int]) -> dict[int, MemoryDoc]:
+    """The candidates' documents, for the exact ranking signals (no embeddings: not needed)."""
+    rows = conn.execute(
+        "SELECT seq, source FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(seqs)),),
+    ).fetchall()
+    return {seq: decode(source) for seq, source in rows}
+
+
+def _hits(candidates: list[Candidate], docs: dict[int, MemoryDoc], query: LegQuery) -> list[LegHit]:
+    """The leg's hits, scored with ``signal_multiplier`` itself."""
+    scored = [
+        (c.raw * signal_multiplier(docs[c.seq], query.ranking, query.now), docs[c.seq])
+        for c in candidates
+    ]
+    scored.sort(key=lambda pair: -pair[0])
+    return [
+        LegHit(id=doc.id, score=score, rank=n, superseded_by=doc.superseded_by)
+        for n, (score, doc) in enumerate(scored, 1)
+    ]

@@ -1,0 +1,251 @@
+"""The embedded store's SQLite side: the schema, one connection per thread and process, short
+transactions, encoding documents into rows, and the per-owner snapshots (``snapshots``).
+
+``memories`` holds one row per document: the JSON source, the embedding exactly as written
+(float64) and a float32 unit vector for the dense leg. ``memories_fts`` is a contentless FTS5
+index over the text fields plus an ``owner`` token, so a MATCH never leaves the caller's scope.
+``owners`` counts the writes per owner (a tenant's user, or its catalog).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from memory.engine.base import EngineError
+from memory.engine.embedded import snapshots
+from memory.engine.embedded.scopes import owner_key
+from memory.engine.embedded.snapshots import Snapshot, SnapshotCache, Vector, sortable
+from memory.engine.types import MemoryDoc
+
+BUSY_TIMEOUT_S = 5.0
+CACHE_BYTES = 256 * 2**20
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS memories (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- the FTS rowid: stable, and new rows sort last
+        id TEXT NOT NULL UNIQUE,
+        owner TEXT NOT NULL,                    -- owner_key(tenant_id, user_id)
+        tenant_id TEXT NOT NULL,
+        user_id TEXT,                           -- NULL: the tenant catalog
+        memory_type TEXT NOT NULL,
+        created_at TEXT NOT NULL,               -- snapshots.sortable(): UTC, sorts as text
+        timestamp TEXT NOT NULL,
+        superseded_by TEXT,
+        decay_at REAL,                          -- epoch seconds the decay reads; NULL: exempt
+        use_count INTEGER NOT NULL,
+        rev INTEGER NOT NULL,                   -- owners.rev of the write that stored the row
+        unit BLOB,                              -- float32 unit vector, before the wide columns
+        source TEXT NOT NULL,                   -- MemoryDoc.to_source() minus the embedding
+        embedding BLOB                          -- float64, exactly as written
+    )""",
+    "CREATE INDEX IF NOT EXISTS memories_owner_type ON memories (owner, memory_type)",
+    "CREATE INDEX IF NOT EXISTS memories_owner_created ON memories (owner, created_at, id)",
+    "CREATE INDEX IF NOT EXISTS memories_owner_rev ON memories (owner, rev)",
+    """CREATE TABLE IF NOT EXISTS owners (
+        owner TEXT PRIMARY KEY, rev INTEGER NOT NULL, purged INTEGER NOT NULL
+    )""",
+    "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+        owner, text, name, description, trigger_text, content='', tokenize='porter unicode61'
+    )""",
+)
+INSERT = """
+    INSERT INTO memories (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
+        superseded_by, decay_at, use_count, rev, unit, source, embedding)
+    VALUES (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding)
+    RETURNING seq
+"""
+UPDATE = """
+    UPDATE memories SET (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
+        superseded_by, decay_at, use_count, rev, unit, source, embedding)
+    = (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding)
+    WHERE seq = :seq
+"""
+
+
+class Encoded(NamedTuple):
+    columns: dict[str, Any]
+    fts: tuple[str | None, ...]
+
+
+class _ThreadConnection(threading.local):
+    connection: sqlite3.Connection | None = None
+    pid: int = 0
+
+
+class Store:
+    """The SQLite file at ``path`` with its connections and the process's snapshot cache."""
+
+    def __init__(self, *, path: Path, dims: int, cache_bytes: int = CACHE_BYTES) -> None:
+        self.path = Path(path)
+        self.dims = dims
+        self._local = _ThreadConnection()
+        self._cache = SnapshotCache(cache_bytes)
+
+    def connection(self) -> sqlite3.Connection:
+        local = self._local
+        # A connection must never cross a fork (a pre-forking server may import us first).
+        if local.connection is None or local.pid != os.getpid():
+            local.connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
+            )
+            local.connection.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL
+            local.pid = os.getpid()
+        return local.connection
+
+    @contextmanager
+    def transaction(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction. ``write`` takes the write lock up front: a read-modify-write that
+        had to upgrade its lock would get "database is locked" instead of waiting for it."""
+        with engine_errors():
+            conn = self.connection()
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def snapshot(self, conn: sqlite3.Connection, owner: str, tenant_id: str) -> Snapshot:
+        """The owner's rows as this transaction sees them: the cached snapshot plus the rows
+        written since, or reloaded whole after a delete."""
+        rev, purged = conn.execute(
+            "SELECT rev, purged FROM owners WHERE owner = ?", (owner,)
+        ).fetchone() or (0, 0)
+        cached = self._cache.get(owner)
+        if cached is not None and cached.rev == rev:
+            fresh = cached
+        elif cached is not None and cached.purged == purged and cached.rev < rev:
+            fresh = cached.merged(self._load(conn, owner, tenant_id, rev, purged, cached.rev))
+        else:
+            fresh = self._load(conn, owner, tenant_id, rev, purged, 0)
+        self._cache.put(owner, fresh)
+        return fresh
+
+    def _load(
+        self,
+        conn: sqlite3.Connection,
+        owner: str,
+        tenant_id: str,
+        rev: int,
+        purged: int,
+        since: int,
+    ) -> Snapshot:
+        rows = conn.execute(
+            "SELECT seq, memory_type, superseded_by IS NOT NULL, timestamp, decay_at, use_count,"
+            " unit FROM memories WHERE owner = ? AND tenant_id = ? AND rev > ? ORDER BY seq",
+            (owner, tenant_id, since),
+        ).fetchall()
+        return Snapshot.from_rows(rows, rev=rev, purged=purged, dims=self.dims)
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise EngineError(f"embedded store: {exc}") from exc
+
+
+def store_rows(conn: sqlite3.Connection, docs: list[Encoded]) -> None:
+    revs = {owner: bump(conn, owner) for owner in {doc.columns["owner"] for doc in docs}}
+    for doc in docs:
+        columns = doc.columns | {"rev": revs[doc.columns["owner"]]}
+        old = conn.execute(
+            "SELECT seq, owner, source FROM memories WHERE id = ?", (columns["id"],)
+        ).fetchone()
+        if old is None:
+            (seq,) = conn.execute(INSERT, columns).fetchone()
+            fts_insert(conn, seq, doc.fts)
+            continue
+        seq, old_owner, old_source = old
+        conn.execute(UPDATE, columns | {"seq": seq})
+        old_fts = fts_fields(old_owner, json.loads(old_source))
+        if old_fts != doc.fts:
+            fts_delete(conn, seq, old_fts)
+            fts_insert(conn, seq, doc.fts)
+        if old_owner != columns["owner"]:
+            bump(conn, old_owner, purged=True)
+
+
+def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
+    """Count a write to ``owner``; a delete also counts as a purge (snapshots reload whole)."""
+    (rev,) = conn.execute(
+        "INSERT INTO owners (owner, rev, purged) VALUES (?, 1, ?) ON CONFLICT (owner)"
+        " DO UPDATE SET rev = rev + 1, purged = purged + excluded.purged RETURNING rev",
+        (owner, int(purged)),
+    ).fetchone()
+    return int(rev)
+
+
+def fts_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...]) -> None:
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (seq, *fields),
+    )
+
+
+def fts_delete(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...]) -> None:
+    # A contentless index forgets a row only when given exactly the values it indexed.
+    conn.execute(
+        "INSERT INTO memories_fts (memories_fts, rowid, owner, text, name, description,"
+        " trigger_text) VALUES ('delete', ?, ?, ?, ?, ?, ?)",
+        (seq, *fields),
+    )
+
+
+def fts_fields(owner: str, source: dict[str, Any]) -> tuple[str | None, ...]:
+    fields = (source["text"], source.get("name"), source.get("description"), source.get("trigger"))
+    return (owner, *fields)
+
+
+def encode(doc: MemoryDoc, dims: int) -> Encoded:
+    source = doc.to_source()
+    source.pop("embedding", None)
+    owner = owner_key(doc.tenant_id, doc.user_id)
+    has_vector = doc.embedding is not None
+    columns = {
+        "id": doc.id,
+        "owner": owner,
+        "tenant_id": doc.tenant_id,
+        "user_id": doc.user_id,
+        "memory_type": doc.memory_type,
+        "created_at": sortable(doc.created_at),
+        "timestamp": sortable(doc.timestamp),
+        "superseded_by": doc.superseded_by,
+        "decay_at": snapshots.decay_anchor(doc),
+        "use_count": doc.use_count,
+        "unit": unit_vector(doc.embedding, dims).tobytes() if has_vector else None,
+        "source": json.dumps(source, ensure_ascii=False),
+        "embedding": np.asarray(doc.embedding, np.float64).tobytes() if has_vector else None,
+    }
+    return Encoded(columns=columns, fts=fts_fields(owner, source))
+
+
+def decode(source: str, embedding: bytes | None = None) -> MemoryDoc:
+    data = json.loads(source)
+    if embedding is not None:
+        data["embedding"] = np.frombuffer(embedding, dtype=np.float64).tolist()
+    return MemoryDoc.from_source(data)
+
+
+def unit_vector(values: list[float] | None, dims: int) -> Vector:
+    vector = np.asarray(values, dtype=np.float64)
+    norm = float(np.linalg.norm(vector)) if vector.shape == (dims,) else 0.0
+    if not (np.isfinite(norm) and norm > 0.0):  # Elasticsearch refuses these for cosine too
+        raise EngineError(f"an embedding needs {dims} finite values, not all zero")
+    return (vector / norm).astype(np.float32)

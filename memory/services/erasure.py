@@ -1,0 +1,23 @@
+"""What an operator's forget request needs to change in memory: erase one journaled page of a
+user's memories. The reads that go with it (the next page, what remains, the user's memories to
+match a query against) are selectors (``memory.selectors``).
+
+All of it runs with the platform's writer credential, never the user's key: an erasure must
+reach every document of the user, also one whose key is gone.
+"""
+
+from __future__ import annotations
+
+from memory.selectors import personal_type
+from memory.services.common import backend, store_errors
+
+
+def memory_erase_page(
+    *, tenant_id: str, user_id: str, memory_type: str, ids: list[str]
+) -> list[str]:
+    """Hard-delete those of ``ids`` that are user ``user_id``'s memories of ``memory_type`` (a
+    personal type); returns the ids this call deleted. Idempotent: ids already gone, or not
+    the user's, are skipped, so a page journaled before a crash can be erased again."""
+    kind = personal_type(memory_type)
+    with store_errors():
+        return backend().delete_ids(tenant_id=tenant_id, user_id=user_id, memory_type=kind, ids=ids)

@@ -1,0 +1,115 @@
+"""Read scopes for users and tenants, and the users' scoped keys the engine reads ``dls``
+scopes with (``scoped_keys``, wired into the backend by ``common.backend``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.conf import settings
+
+from atlas_platform.cluster import ApiKey
+from memory.engine.types import Ranking, ReadScope
+from memory.errors import MemoryStoreUnavailable
+from tenants.models import ScopedKey, Tenant, User
+from tenants.services.scoped_keys import scoped_key_credentials
+
+KEY_CACHE_MAX = 10_000  # users whose key a process keeps (one entry is ~200 bytes)
+
+
+class ScopedKeyCache:
+    """Users' current scoped keys, kept for ``ATLAS_SCOPED_KEY_CACHE_S`` seconds: the engine's
+    ``ScopedKeys`` provider.
+
+    Reading the key row (and decrypting it) on every recall cost about a millisecond of server
+    CPU. Keeping it is safe because the cluster, not this cache, decides what a key may read: a
+    kept key of a user whose key was rotated or invalidated since is refused by the cluster,
+    the engine then re-reads the key from the database once (``reload``), and a user left
+    without a live key is refused (fail closed). The key only ever reads its own user's
+    documents, so a kept copy can never show anyone else's.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[tuple[str, str], tuple[float, ApiKey]] = {}
+
+    def current(self, tenant_id: str, user_id: str) -> ApiKey:
+        now = time.monotonic()
+        with self._lock:
+            kept = self._keys.get((tenant_id, user_id))
+        if kept is not None and kept[0] > now:
+            return kept[1]
+        return self.reload(tenant_id, user_id)
+
+    def reload(self, tenant_id: str, user_id: str) -> ApiKey:
+        """Read the user's live key from the database; keep it if caching is on."""
+        key = (
+            ScopedKey.objects.filter(
+                user_id=int(user_id), user__tenant_id=tenant_id, status=ScopedKey.Status.ACTIVE
+            )
+            .order_by("-created_at")
+            .first()
+        )
+        if key is None:
+            self.forget(tenant_id, user_id)
+            external = User.objects.filter(pk=int(user_id)).values_list("external_id", flat=True)
+            raise MemoryStoreUnavailable(
+                f"User {next(iter(external), user_id)!r} has no scoped cluster key: provision "
+                "one in the admin.",
+                code="no_scoped_key",
+            )
+        credentials = scoped_key_credentials(key=key)
+        ttl = settings.ATLAS_SCOPED_KEY_CACHE_S
+        if ttl > 0:
+            with self._lock:
+                if len(self._keys) >= KEY_CACHE_MAX:
+                    self._keys.clear()  # rare: a burst of distinct users; start over
+                self._keys[(tenant_id, user_id)] = (time.monotonic() + ttl, credentials)
+        return credentials
+
+    def forget(self, tenant_id: str, user_id: str) -> None:
+        with self._lock:
+            self._keys.pop((tenant_id, user_id), None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+
+
+scoped_keys = ScopedKeyCache()
+
+
+def user_read_scope(user: User) -> ReadScope:
+    """The user's own memories plus their tenant's catalog, in the tenant's isolation mode.
+
+    Under ``dls`` a backend that can (Elasticsearch) reads with the user's scoped key (kept for
+    a while, see ``ScopedKeyCache``); a user without a live key is refused (fail closed),
+    never served with the writer credential.
+    """
+    dls = user.tenant.isolation_mode == Tenant.IsolationMode.DLS
+    return ReadScope(
+        tenant_id=str(user.tenant_id),
+        user_id=str(user.pk),
+        isolation="dls" if dls else "filter",
+    )
+
+
+def writer_scope(*, tenant_id: str, user_id: str) -> ReadScope:
+    """A user's memories read with the platform's own credential (an erasure must see every
+    document of the user, whatever the state of their key)."""
+    return ReadScope(tenant_id=tenant_id, user_id=user_id, isolation="filter")
+
+
+def catalog_scope(tenant: Tenant) -> ReadScope:
+    """The tenant catalog alone (tenant-wide data; the engine's tenant filter applies)."""
+    return ReadScope(tenant_id=str(tenant.pk), user_id=None, isolation="filter")
+
+
+def tenant_ranking(tenant: Tenant, *, apply_decay: bool = True) -> Ranking:
+    return Ranking(
+        decay_offset_days=float(tenant.decay_offset_days),
+        decay_scale_days=float(tenant.decay_scale_days),
+        use_count_weight=tenant.use_count_weight,
+        catalog_prior=tenant.catalog_prior,
+        apply_decay=apply_decay,
+    )

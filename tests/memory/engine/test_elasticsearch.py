@@ -1,0 +1,92 @@
+"""The Elasticsearch backend's own side of ``dls`` reads: the user's scoped key comes from the
+backend's key provider, the cluster (not only the backend's filters) refuses what the key may
+not read, and a key the cluster refuses is re-read once, never replaced by the writer."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from atlas_platform.cluster import Cluster
+from memory.engine.base import EngineError
+from memory.engine.elasticsearch import ElasticsearchBackend
+from memory.engine.types import LegQuery, Ranking, ReadScope, RecallFilter
+from tests.memory.engine.conftest import DIMS, ContractKeys, make_doc, vec
+
+
+@pytest.fixture
+def keys(es_session_config: Any, es_index_prefix: str) -> ContractKeys:
+    config = dataclasses.replace(es_session_config, index_prefix=es_index_prefix + "-contract")
+    return ContractKeys(config)
+
+
+@pytest.fixture
+def store(keys: ContractKeys) -> Iterator[ElasticsearchBackend]:
+    backend = ElasticsearchBackend(config=keys.config, dims=DIMS, keys=keys)
+    backend.ensure_ready()
+    yield backend
+
+
+def dls(tenant: str, user: str) -> ReadScope:
+    return ReadScope(tenant_id=tenant, user_id=user, isolation="dls")
+
+
+def test_with_another_users_key_the_cluster_refuses_what_the_filters_allow(store, keys, tenant):
+    mine = make_doc(tenant, "u1", "semantic", "the locker code is 4711", embedding=vec(2))
+    store.write([mine])
+    keys.keys[(tenant, "u1")] = keys.current(tenant, "u2")  # u1's reads now run with u2's key
+
+    query = LegQuery(
+        text="locker code",
+        vector=vec(2),
+        filter=RecallFilter(),
+        ranking=Ranking(),
+        now=mine.created_at,
+    )
+    found = store.recall_legs(dls(tenant, "u1"), query)
+
+    assert store.get(dls(tenant, "u1"), mine.id) is None
+    assert found.lexical == [] and found.dense == []
+    filtered = ReadScope(tenant_id=tenant, user_id="u1", isolation="filter")
+    assert store.get(filtered, mine.id) is not None  # the document is there: the key is refused
+
+
+def test_a_key_the_cluster_refuses_is_read_again_once(store, keys, tenant):
+    mine = make_doc(tenant, "u1", "semantic", "plays the cello")
+    store.write([mine])
+    live = keys.current(tenant, "u1")
+    stale = Cluster(keys.config).create_api_key(name="stale", role_descriptors={}, metadata={})
+    Cluster(keys.config).invalidate_api_key(stale.id)
+    keys.keys[(tenant, "u1")] = stale  # a kept copy of a key rotated since
+
+    def reread(tenant_id: str, user_id: str) -> Any:
+        keys.reloads += 1
+        keys.keys[(tenant_id, user_id)] = live
+        return live
+
+    keys.reload = reread
+
+    assert [d.id for d in store.get_many(dls(tenant, "u1"), [mine.id])] == [mine.id]
+    assert keys.reloads == 1
+
+
+def test_a_key_refused_again_after_the_reread_fails_closed(store, keys, tenant):
+    mine = make_doc(tenant, "u1", "semantic", "plays the cello")
+    store.write([mine])
+    stale = Cluster(keys.config).create_api_key(name="stale", role_descriptors={}, metadata={})
+    Cluster(keys.config).invalidate_api_key(stale.id)
+    keys.keys[(tenant, "u1")] = stale  # and the provider has nothing newer
+
+    with pytest.raises(EngineError):
+        store.get_many(dls(tenant, "u1"), [mine.id])
+    assert keys.reloads == 1
+
+
+def test_a_dls_read_without_a_key_provider_is_refused(keys, tenant):
+    backend = ElasticsearchBackend(config=keys.config, dims=DIMS)
+
+    with pytest.raises(EngineError):
+        backend.get_many(dls(tenant, "u1"), ["x"])
