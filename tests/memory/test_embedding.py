@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import threading
-import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from memory import embedding
 from memory.embedding import (
-    CANDIDATES,
+    Embedder,
     EmbeddingError,
     MiniLMOnnxEmbedder,
     OpenAIEmbedder,
@@ -68,13 +68,6 @@ def test_a_model_with_a_query_prefix_is_not_symmetric():
     assert not np.allclose(prefixed.embed_query("tea"), prefixed.embed(["tea"])[0], atol=1e-3)
 
 
-def test_the_default_is_also_selectable_by_its_candidate_name():
-    model = load_embedder("minilm-l6-dq8")
-
-    assert isinstance(model, MiniLMOnnxEmbedder) and model.name == default_embedder().name
-    assert np.allclose(model.embed(["tea"]), default_embedder().embed(["tea"]), atol=1e-6)
-
-
 def test_embeddings_run_on_one_thread_unless_configured(settings):
     """A server runs many embeddings at once: one thread each costs less CPU."""
     default = default_embedder()
@@ -88,11 +81,12 @@ def test_embeddings_run_on_one_thread_unless_configured(settings):
 
 def test_int8_compute_gives_the_vectors_of_the_fp32_run(settings, tmp_path):
     """The default runs the package's weights quantised for int8 compute; the same model run
-    in fp32 (``minilm-l6-int8``) must give the same vectors for retrieval purposes."""
+    in fp32 (the lab's ``minilm-l6-int8`` candidate) must give the same vectors for retrieval
+    purposes."""
     texts = ["where does Sarah live now?", "Sarah moved from Bristol to Edinburgh", "tea"]
 
     int8 = default_embedder().embed(texts)
-    fp32 = load_embedder("minilm-l6-int8").embed(texts)
+    fp32 = MiniLMOnnxEmbedder(threads=1).embed(texts)
 
     assert default_embedder().name == "all-MiniLM-L6-v2-dq8"
     agreement = [float(a @ b) for a, b in zip(int8, fp32, strict=True)]
@@ -129,26 +123,40 @@ def test_a_read_only_models_dir_still_loads_the_default(settings, tmp_path):
 
 
 def test_an_unknown_embedder_name_lists_the_choices():
-    with pytest.raises(ImproperlyConfigured, match="bge-small-en-v15-int8"):
+    with pytest.raises(ImproperlyConfigured, match=r"one of local, .*openai, es-inference"):
         load_embedder("bert-huge")
-    assert {"e5-small-v2-int8", "multilingual-e5-small-q4", "paraphrase-minilm-l3"} <= set(
-        CANDIDATES
-    )
 
 
-def test_a_missing_or_altered_model_jar_fails_at_load(settings, tmp_path):
-    settings.ATLAS_MODELS_DIR = str(tmp_path)
-    settings.ATLAS_EMBEDDER_MODEL_PATH = ""
-    with pytest.raises(ImproperlyConfigured, match="make models-maven"):
-        load_embedder("e5-small-v2-int8")
+class _Constant(Embedder):
+    name = "constant"
+    dims = 2
 
-    forged = tmp_path / "forged.jar"
-    with zipfile.ZipFile(forged, "w") as jar:
-        jar.writestr("e5-small-v2-q.onnx", b"not the model")
-        jar.writestr("e5-small-v2-q-tokenizer.json", b"{}")
-    settings.ATLAS_EMBEDDER_MODEL_PATH = str(forged)
-    with pytest.raises(ImproperlyConfigured, match="sha256"):
-        load_embedder("e5-small-v2-int8")
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def embed(self, texts):
+        return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+
+
+def test_a_registered_embedder_is_selectable_by_its_name(settings, monkeypatch):
+    monkeypatch.setattr(embedding, "_REGISTERED", dict(embedding._REGISTERED))
+    settings.ATLAS_EMBEDDER_THREADS = 3
+    embedding.register_embedder("constant-two", _Constant)
+
+    model = load_embedder("constant-two")
+
+    assert isinstance(model, _Constant) and model.threads == 3
+    assert "constant-two" in embedding.registered_embedders()
+    with pytest.raises(ImproperlyConfigured, match="constant-two"):
+        load_embedder("constant-three")  # the error lists what is registered
+
+
+def test_a_built_in_embedder_cannot_be_replaced(monkeypatch):
+    monkeypatch.setattr(embedding, "_REGISTERED", dict(embedding._REGISTERED))
+    for name in ("local", "openai", "es-inference"):
+        with pytest.raises(ValueError, match="built-in"):
+            embedding.register_embedder(name, _Constant)
+    assert not {"local", "openai", "es-inference"} & set(embedding.registered_embedders())
 
 
 @pytest.fixture

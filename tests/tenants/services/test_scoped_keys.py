@@ -183,9 +183,7 @@ def test_the_cluster_licence_allows_document_level_security(es):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_keys_are_created_and_invalidated_on_the_cluster_with_no_row_locked(
-    es, alice, monkeypatch
-):
+def test_keys_are_created_and_invalidated_on_the_cluster_with_no_row_locked(es, alice, monkeypatch):
     from django.db import connection
 
     calls = []

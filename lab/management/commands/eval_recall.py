@@ -3,7 +3,7 @@
     python manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
     python manage.py eval_recall --overlap          # question/target overlap only, no store
 
-Loads the personas (``memory/evaluation/corpus/*.json``) into a fresh tenant (plus a foreign
+Loads the personas (``lab/evaluation/corpus/*.json``) into a fresh tenant (plus a foreign
 tenant for leakage probes) on a private index prefix / SQLite file, asks every question as its
 persona at the corpus's fixed ``now`` (k=10) under each ablation, probes for leaks, then removes
 what it wrote unless ``--keep``. Exit codes: 2 leaks, 3 R@10 under the gate, 4 R@5 under the
@@ -25,10 +25,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.evaluation.corpus import CORPUS_DIR, CorpusError, read_corpus
-from memory.evaluation.overlap import overlap_report
-from memory.evaluation.report import overlap_tables, plot, tables
-from memory.evaluation.runner import ABLATIONS
+from lab.evaluation.corpus import CORPUS_DIR, CorpusError, read_corpus
+from lab.evaluation.overlap import overlap_report
+from lab.evaluation.report import overlap_tables, plot, tables
+from lab.evaluation.runner import ABLATIONS
 
 EXIT_LEAKS, EXIT_R10, EXIT_R5 = 2, 3, 4
 SWITCHED_SETTINGS = ("ATLAS_MEMORY_BACKEND", "ATLAS_ES_INDEX_PREFIX", "ATLAS_EMBEDDED_PATH")
@@ -105,8 +105,8 @@ class Command(BaseCommand):
     def _evaluate(
         self, personas: list[Any], catalog: list[Any], options: dict[str, Any]
     ) -> dict[str, Any]:
-        from memory.evaluation.corpus import load_run
-        from memory.evaluation.runner import evaluate
+        from lab.evaluation.corpus import load_run
+        from lab.evaluation.runner import evaluate
 
         started = time.perf_counter()
         foreign = personas[1 % len(personas)]
@@ -205,9 +205,9 @@ class Command(BaseCommand):
 
 
 def _embedder_name() -> str:
-    from memory.services.common import embedder
+    from memory.embedding import default_embedder
 
-    model = embedder()
+    model = default_embedder()
     return str(getattr(model, "name", type(model).__name__))
 
 

@@ -71,6 +71,6 @@ def test_tool_errors_and_refusals_count_as_errors(
     ],
 )
 def test_a_tool_error_or_a_json_rpc_error_is_a_failed_call(answer: str, failed: bool) -> None:
-    from memory.management.commands.loadtest import McpCalls
+    from lab.management.commands.loadtest import McpCalls
 
     assert McpCalls.failed(answer) is failed

@@ -5,8 +5,8 @@ from __future__ import annotations
 from importlib import metadata
 from pathlib import Path
 
-from memory.management.commands import bench_models
-from memory.management.commands.bench_models import package_mib
+from lab.management.commands import bench_models
+from lab.management.commands.bench_models import package_mib
 
 
 def size_mib(dist: str) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from memory.mpnet import HEADS, mpnet_onnx, read_safetensors, relative_buckets
+from lab.mpnet import HEADS, mpnet_onnx, read_safetensors, relative_buckets
 
 HIDDEN, INNER, VOCAB, POSITIONS, LAYERS = 24, 48, 40, 30, 2
 

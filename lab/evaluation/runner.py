@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.evaluation.corpus import (
+from lab.evaluation.corpus import (
     KEY_PATTERN,
     KEY_TYPES,
     LoadedRun,
@@ -18,7 +18,7 @@ from memory.evaluation.corpus import (
     Persona,
     Question,
 )
-from memory.evaluation.metrics import KS, first_hit_rank, paired, scores
+from lab.evaluation.metrics import KS, first_hit_rank, paired, scores
 from memory.plans import DEFAULT_PLAN, RecallPlan
 
 K = 10

@@ -2,7 +2,7 @@
 
     python manage.py bench_models [--only NAME ...] [--reranker-model PATH] [--json FILE]
 
-Each embedder candidate (memory.embedding.CANDIDATES, plus ``local``) that is installed is
+Each embedder candidate (lab.candidates.CANDIDATES, plus ``local``) that is installed is
 measured in a fresh child process, so its resident-memory increase is its own: load time, p50
 encode of one ~12-word query and of one ~60-word passage, batch-of-32 throughput, the size of
 the package that carries it, and a retrieval sanity check on a tiny built-in set (8 memories,
@@ -31,7 +31,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.embedding import MPNET_PARTS
+from lab.candidates import CANDIDATES, MPNET_PARTS
 
 QUERY = "what did my daughter say about the piano lessons starting next month"  # 12 words
 PASSAGE = (
@@ -191,8 +191,6 @@ class Command(BaseCommand):
         parser.add_argument("--child", action="store_true", help=">internal: one in-process run")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from memory.embedding import CANDIDATES
-
         names = options["only"] or ["local", *sorted(CANDIDATES)]
         unknown = set(names) - {"local", *CANDIDATES}
         if unknown:

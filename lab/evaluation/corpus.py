@@ -460,30 +460,23 @@ def load_run(
 def load_persona(persona: Persona, user: Any) -> LoadedUser:
     """The persona's memories as ``user``'s, with the corpus's times.
 
-    Episodes (as turns), plain facts and playbooks go in one bulk write (one embedding batch,
-    one refresh); every superseding fact goes through ``memory_write`` in time order, with its
+    Episodes (as turns) go in first through ``memory_import``, then plain facts (citing them)
+    and playbooks; every superseding fact goes through ``memory_write`` in time order, with its
     ``supersedes`` keys mapped to ids, so the service marks the older facts as it would live.
     """
-    from memory.services.common import backend, embedder
-    from memory.services.writes import embedding_text, memory_write
+    from memory.services.imports import memory_import
+    from memory.services.writes import memory_write
 
     loaded = LoadedUser(persona=persona.persona, user=user)
-    order = {"episodic": 0, "semantic": 1, "procedural": 2}  # episodes first: facts cite them
-    bulk = sorted(
-        (m for m in persona.memories if not m.raw.get("supersedes")), key=lambda m: order[m.type]
-    )
-    texts = [
-        embedding_text(m.type, m.text, name=m.raw.get("name"), trigger=m.raw.get("trigger"))
-        for m in bulk
+    plain = [m for m in persona.memories if not m.raw.get("supersedes")]
+    episodes = [m for m in plain if m.type == "episodic"]
+    others = [m for m in plain if m.type == "semantic"] + [
+        m for m in plain if m.type == "procedural"
     ]
-    vectors = list(embedder().embed(texts)) if bulk else []
-    docs = []
-    for memory, vector in zip(bulk, vectors, strict=True):
-        doc = _bulk_doc(memory, user, [float(x) for x in vector], loaded.key_to_id)
-        loaded.key_to_id[memory.key] = doc.id
-        docs.append(doc)
-    for start in range(0, len(docs), 200):
-        backend().write(docs[start : start + 200])
+    for batch in (episodes, others):
+        items = [_imported(m, loaded.key_to_id) for m in batch]
+        docs = memory_import(user=user, memories=items) if items else []
+        loaded.key_to_id.update((m.key, d.id) for m, d in zip(batch, docs, strict=True))
     superseding = sorted(
         (m for m in persona.memories if m.raw.get("supersedes")), key=lambda m: m.timestamp
     )
@@ -506,38 +499,40 @@ def load_persona(persona: Persona, user: Any) -> LoadedUser:
     return loaded
 
 
-def _bulk_doc(memory: Memory, user: Any, vector: list[float], ids: dict[str, str]) -> Any:
-    """The document ``memory_write`` / a turn would store for ``memory`` (written as of its
-    timestamp)."""
-    from memory.engine.types import MemoryDoc
-    from memory.services.common import new_id
+def _imported(memory: Memory, ids: dict[str, str]) -> Any:
+    """What ``memory_import`` takes for ``memory``: the document a turn (episodes) or
+    ``memory_write`` (facts, playbooks) would store, as of its timestamp."""
+    from memory.services.imports import ImportedMemory
 
     raw, when = memory.raw, memory.timestamp
-    doc = MemoryDoc(
-        id=new_id(),
-        tenant_id=str(user.tenant_id),
-        user_id=str(user.pk),
-        memory_type=memory.type,  # type: ignore[arg-type]
-        text=memory.text,
-        created_at=when,
-        timestamp=when,
-        embedding=vector,
-        metadata={"eval_key": memory.key},
-    )
     if memory.type == "episodic":
-        doc.source, doc.session_id, doc.agent = "turn", str(raw["session"]), "eval"
-        doc.metadata = {}
-    elif memory.type == "semantic":
-        doc.confidence = float(raw.get("confidence", 1.0))
-        doc.fact_type = SERVICE_FACT_TYPE[raw["fact_type"]]
-        doc.tags = [f"fact:{raw['fact_type']}"]
-        doc.supporting_episode_ids = [ids[k] for k in raw.get("supporting") or []]
-        doc.last_used_at = when
-    else:
-        doc.name, doc.trigger = raw["name"], raw["trigger"]
-        doc.steps = [
-            {"order": n, "instruction": step, "tool": None}
-            for n, step in enumerate(raw["steps"], start=1)
-        ]
-        doc.success_count, doc.failure_count = raw["success_count"], raw["failure_count"]
-    return doc
+        return ImportedMemory(
+            memory_type="episodic",
+            text=memory.text,
+            timestamp=when,
+            source="turn",
+            session_id=str(raw["session"]),
+            agent="eval",
+        )
+    if memory.type == "semantic":
+        return ImportedMemory(
+            memory_type="semantic",
+            text=memory.text,
+            timestamp=when,
+            metadata={"eval_key": memory.key},
+            confidence=float(raw.get("confidence", 1.0)),
+            fact_type=SERVICE_FACT_TYPE[raw["fact_type"]],
+            tags=[f"fact:{raw['fact_type']}"],
+            supporting_episode_ids=[ids[k] for k in raw.get("supporting") or []],
+        )
+    return ImportedMemory(
+        memory_type="procedural",
+        text=memory.text,
+        timestamp=when,
+        metadata={"eval_key": memory.key},
+        name=raw["name"],
+        trigger=raw["trigger"],
+        steps=list(raw["steps"]),
+        success_count=raw["success_count"],
+        failure_count=raw["failure_count"],
+    )

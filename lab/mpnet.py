@@ -13,7 +13,7 @@ no ONNX export. MPNet is BERT's encoder with three differences, all built here:
 
 Inputs ``input_ids`` and ``attention_mask`` (batch, tokens), output ``last_hidden_state``;
 mean pooling and L2 norm happen in ``OnnxEmbedder``, as sentence-transformers' Pooling and
-Normalize modules do. ``tests/memory/test_mpnet.py`` checks the graph against a plain numpy
+Normalize modules do. ``tests/lab/test_mpnet.py`` checks the graph against a plain numpy
 forward pass of the same weights.
 """
 

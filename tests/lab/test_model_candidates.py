@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.embedding import CANDIDATES, load_embedder
+from lab.candidates import CANDIDATES
+from memory.embedding import load_embedder
 
 pytestmark = pytest.mark.models
 

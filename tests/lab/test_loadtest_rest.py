@@ -1,4 +1,4 @@
-"""``manage.py loadtest`` against a live server on loopback: it counts what it sends, and a
+"""``manage.py loadtest`` (REST) against a live server on loopback: it counts what it sends, and a
 refused request is an error, not a sample of good latency (figures are printed, never asserted)."""
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def test_a_comparison_needs_a_round(store, alice_token, tmp_path):
 
 
 def test_the_summary_counts_rounds_b_was_lower_and_leaves_out_runs_with_errors() -> None:
-    from memory.management.commands.loadtest import _comparison
+    from lab.management.commands.loadtest import _comparison
 
     def run(n: int, side: str, p95: float, rps: float, errors: int = 0) -> dict[str, Any]:
         return {"round": n, "server": side, "recall_p95_ms": p95, "rps": rps, "errors": errors}

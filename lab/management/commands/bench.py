@@ -117,14 +117,12 @@ class Command(BaseCommand):
 
     def _run_size(self, size: int, rng: random.Random, options: dict[str, Any]) -> dict[str, Any]:
         from memory.plans import RecallPlan
-        from memory.services.common import backend, embedder
         from memory.services.recall import memory_recall
         from memory.services.writes import memory_write
 
         user = self._bench_user()
-        store, model = backend(), embedder()
         started = time.perf_counter()
-        self._bulk_load(user, size - options["writes"], rng, store, model)
+        self._bulk_load(user, size - options["writes"], rng)
         load_s = time.perf_counter() - started
         writes = []
         for _ in range(options["writes"]):
@@ -183,35 +181,21 @@ class Command(BaseCommand):
             scoped_key_provision(user=user)
         return user
 
-    def _bulk_load(self, user: Any, count: int, rng: random.Random, store: Any, model: Any) -> None:
+    def _bulk_load(self, user: Any, count: int, rng: random.Random) -> None:
         from datetime import UTC, datetime, timedelta
 
-        from memory.engine.types import MemoryDoc
-        from memory.services.common import new_id
+        from memory.services.imports import ImportedMemory, memory_import
 
         now = datetime.now(UTC)
         types = ["episodic", "episodic", "semantic", "procedural"]
         for start in range(0, max(0, count), 500):
             batch_texts = [synthetic_text(rng) for _ in range(min(500, count - start))]
-            vectors = model.embed(batch_texts)
-            docs = []
-            for text, vector in zip(batch_texts, vectors, strict=True):
+            memories = []
+            for text in batch_texts:
                 when = now - timedelta(days=rng.randint(0, 900))
                 kind = rng.choice(types)
-                docs.append(
-                    MemoryDoc(
-                        id=new_id(),
-                        tenant_id=str(user.tenant_id),
-                        user_id=str(user.pk),
-                        memory_type=kind,  # type: ignore[arg-type]
-                        text=text,
-                        created_at=when,
-                        timestamp=when,
-                        embedding=[float(x) for x in vector],
-                        last_used_at=when if kind == "semantic" else None,
-                    )
-                )
-            store.write(docs)
+                memories.append(ImportedMemory(memory_type=kind, text=text, timestamp=when))
+            memory_import(user=user, memories=memories)
 
     def _print(self, run: dict[str, Any]) -> None:
         w, r = run["write_ms"], run["recall_ms_no_rerank"]
