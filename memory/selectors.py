@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, ValidationError
 from memory.models import OVERFLOW_MS, RecallStat
-from memory.services.common import backend, store_errors
+from memory.services.common import backend, personal_type, store_errors
 from memory.services.scoping import catalog_scope, user_read_scope, writer_scope
 from memory.types import PERSONAL_TYPES, GrowthBucket, GrowthPoint, MemoryDoc, MemoryType
 from tenants.models import Tenant, User
@@ -239,14 +239,6 @@ def histogram_percentile(buckets: dict[int, int], q: float) -> float | None:
 
 
 # --- erasure (the platform's writer credential: every document of the user) ------------------
-def personal_type(memory_type: str) -> MemoryType:
-    """``memory_type`` if it is a personal type (what an erasure walks), else a 400."""
-    for kind in PERSONAL_TYPES:
-        if kind == memory_type:
-            return kind
-    raise ValidationError(f"Not a personal memory type: {memory_type!r}.", code="bad_memory_type")
-
-
 def memory_ids_page(
     *,
     tenant_id: str,

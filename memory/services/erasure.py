@@ -8,8 +8,7 @@ reach every document of the user, also one whose key is gone.
 
 from __future__ import annotations
 
-from memory.selectors import personal_type
-from memory.services.common import backend, store_errors
+from memory.services.common import backend, personal_type, store_errors
 
 
 def memory_erase_page(
