@@ -7,6 +7,8 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
+from atlas_platform.api import INTERNAL_ERROR, INTERNAL_MESSAGE
+from atlas_platform.context import current_request_id
 from atlas_platform.exceptions import AtlasError
 from memory.engine.types import MemoryDoc
 from memory.services.recall import RecallResult
@@ -73,10 +75,21 @@ def success(data: dict[str, Any]) -> CallToolResult:
 
 
 def failure(exc: AtlasError) -> CallToolResult:
-    """A domain error as a tool error the model can read and act on."""
-    error = {"code": exc.code, "message": exc.message}
+    """A domain error as a tool error the model can read and act on (a dependency failure
+    shows only its class's fixed text: ``AtlasError.public``)."""
+    message, _details = exc.public
+    return _tool_error(exc.code, message)
+
+
+def internal_failure() -> CallToolResult:
+    """An unexpected error as a tool error: a fixed sentence, never the exception's text."""
+    return _tool_error(INTERNAL_ERROR, INTERNAL_MESSAGE)
+
+
+def _tool_error(code: str, message: str) -> CallToolResult:
+    error = {"code": code, "message": message, "request_id": current_request_id() or None}
     return CallToolResult(
-        content=[TextContent(type="text", text=f"{exc.message} ({exc.code})")],
+        content=[TextContent(type="text", text=f"{message} ({code})")],
         structured_content={"error": error},
         is_error=True,
     )
