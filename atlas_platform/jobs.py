@@ -45,7 +45,7 @@ def _send(name: str, args: Sequence[Any], queue: str | None) -> None:
     except OperationalError:
         logger.warning(
             "job not queued (broker unavailable); its sweeper will queue it again",
-            extra={"task": name, "args": list(args)},
+            extra={"task": name, "job_args": list(args)},
         )
 
 
