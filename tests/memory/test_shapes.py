@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory.api.serializers import MemoryOut, RecallHitOut
+from memory.api.serializers import MemoryOut, RecallOut
 from memory.engine.types import MemoryDoc
 from memory.mcp.results import memory_out, recall_out
 from memory.services.recall import RecallHit, RecallResult
@@ -58,7 +58,7 @@ def test_a_recall_hit_is_the_memory_plus_its_ranking_on_both():
         hits=[hit], legs=["lexical"], reranker=None, reranked=False, timings_ms={}, took_ms=1.0
     )
 
-    rest = RecallHitOut(hit).data
+    rest = RecallOut(result).data["hits"][0]
     mcp = recall_out(result)["memories"][0]
 
     assert rest == {**memory_json(hit.doc), "score": 0.5, "rank": 1, "leg_ranks": {"lexical": 1}}
