@@ -1,7 +1,16 @@
-"""Shared REST plumbing: the one error shape every endpoint answers with."""
+"""Shared REST plumbing: the one error shape every endpoint answers with.
+
+``{"error": {"code", "message", "details"?, "request_id"}}`` for every 4xx and 5xx: domain errors
+and DRF's own (``exception_handler``), unknown paths (``not_found``), and anything else that
+fails under ``/api/`` (``atlas_platform.middleware.ApiErrorMiddleware`` uses ``status_error``
+and ``internal_error``). A body never carries a raw exception's text: a dependency failure shows
+its class's fixed text (``AtlasError.public``), an unexpected error a fixed sentence and the
+request id to quote.
+"""
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -13,6 +22,27 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from atlas_platform.context import current_request_id
 from atlas_platform.exceptions import AtlasError
 
+INTERNAL_ERROR = "internal_error"
+INTERNAL_MESSAGE = "Something went wrong on our side; quote the request id if you report it."
+# Machine codes for errors that reach the caller as a bare status (no exception of ours).
+STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    429: "throttled",
+    500: INTERNAL_ERROR,
+    503: "unavailable",
+}
+
+
+def is_api_path(path: str) -> bool:
+    """Paths that answer errors in the shared JSON shape (the REST API and the MCP endpoint)."""
+    return path.startswith("/api/") or path.rstrip("/") == "/mcp"
+
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     body: dict[str, Any] = {"error": {"code": code, "message": message}}
@@ -22,10 +52,29 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return body
 
 
+def atlas_error_body(exc: AtlasError) -> dict[str, Any]:
+    """A domain error in the shared shape, with only what it may show (``AtlasError.public``)."""
+    message, details = exc.public
+    return error_body(exc.code, message, details)
+
+
+def status_error(status: int) -> dict[str, Any]:
+    """The shared shape for a bare HTTP status (Django refused the request, not a view)."""
+    code = STATUS_CODES.get(status, INTERNAL_ERROR if status >= 500 else "error")
+    message = INTERNAL_MESSAGE if status >= 500 else f"{HTTPStatus(status).phrase}."
+    return error_body(code, message)
+
+
+def internal_error() -> JsonResponse:
+    """The 500 of an unexpected exception: a fixed sentence and the request id, nothing else."""
+    return JsonResponse(error_body(INTERNAL_ERROR, INTERNAL_MESSAGE), status=500)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Map domain errors and DRF errors to ``{"error": {"code", "message", ...}}``."""
+    """Map domain errors and DRF errors to ``{"error": {"code", "message", ...}}``; anything
+    else is left to ``ApiErrorMiddleware`` (logged, a JSON 500)."""
     if isinstance(exc, AtlasError):
-        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+        return Response(atlas_error_body(exc), status=exc.status_code)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -40,6 +89,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """``handler404``: the shared error shape for unknown paths under ``/api/``."""
-    if request.path.startswith("/api/"):
+    if is_api_path(request.path):
         return JsonResponse(error_body("not_found", "No such endpoint."), status=404)
     return page_not_found(request, exception)

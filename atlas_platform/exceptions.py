@@ -1,4 +1,13 @@
-"""The one family of domain errors. The API layer maps each to a status code and a machine code."""
+"""The one family of domain errors. The API layer maps each to a status code and a machine code.
+
+Every error Atlas raises on purpose is an ``AtlasError``: the services' rule violations (4xx) and
+every adapter's failure (``Unavailable``, 503: the search cluster, the embedding model, the
+reranker, the chat model), so a caller never sees a client library's exception.
+
+A 4xx message is written for the caller and is shown as is. A dependency failure's message may
+quote the dependency (its error text, a refused document): it goes to the log, and callers see
+the class's ``public_message`` instead (``AtlasError.public``).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +26,11 @@ class AtlasError(Exception):
         if code:
             self.code = code
         self.details = details
+
+    @property
+    def public(self) -> tuple[str, dict[str, Any]]:
+        """(message, details) fit for a response body: this error's own for a 4xx."""
+        return self.message, self.details
 
 
 class ValidationError(AtlasError):
@@ -50,6 +64,12 @@ class Unavailable(AtlasError):
 
     status_code = 503
     code = "unavailable"
+    public_message = "A service Atlas depends on is unavailable; nothing was written. Retry later."
+
+    @property
+    def public(self) -> tuple[str, dict[str, Any]]:
+        """The class's fixed text, no details: the dependency's own words stay in the log."""
+        return self.public_message, {}
 
 
 class ClusterUnavailable(Unavailable):
@@ -57,3 +77,4 @@ class ClusterUnavailable(Unavailable):
 
     status_code = 503
     code = "cluster_unavailable"
+    public_message = "The search cluster is unavailable; nothing was changed. Retry later."

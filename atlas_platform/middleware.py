@@ -1,17 +1,24 @@
-"""Request id and acting-operator middleware."""
+"""Request id, JSON errors under ``/api/``, and acting-operator middleware."""
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 
+from atlas_platform.api import internal_error, is_api_path, status_error
 from atlas_platform.context import Actor, actor_var, request_id_var
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+logger = logging.getLogger(__name__)
+# What Django answers with a 4xx itself (then made JSON by ``ApiErrorMiddleware.__call__``).
+_DJANGO_4XX = (Http404, PermissionDenied, BadRequest, SuspiciousOperation, MultiPartParserError)
 
 
 def choose_request_id(incoming: str) -> str:
@@ -35,6 +42,39 @@ class RequestIdMiddleware:
             request_id_var.reset(token)
         response[REQUEST_ID_HEADER] = rid
         return response
+
+
+class ApiErrorMiddleware:
+    """Every 4xx / 5xx under ``/api/`` is JSON in the shared error shape.
+
+    An exception no view handled is logged with its traceback and answered with a JSON 500
+    (the request id, never the exception's text), instead of Django's HTML page. A response
+    that Django itself made for a refused request (its HTML 400, 403, 404, 413, 500 pages) is
+    replaced by the shared shape for its status. Sits inside ``RequestIdMiddleware``, so the
+    body and the log line carry the request id.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not is_api_path(request.path) or response.status_code < 400:
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        return JsonResponse(status_error(response.status_code), status=response.status_code)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_api_path(request.path) or isinstance(exception, _DJANGO_4XX):
+            return None  # Django's own handling (the admin's error pages, its 4xx)
+        logger.error(
+            "unhandled error in %s %s",
+            request.method,
+            request.path,
+            exc_info=(type(exception), exception, exception.__traceback__),
+        )
+        return internal_error()
 
 
 class OperatorActorMiddleware:

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "atlas_platform.middleware.RequestIdMiddleware",
+    "atlas_platform.middleware.ApiErrorMiddleware",  # JSON 4xx/5xx under /api/
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under uvicorn/gunicorn
     "django.contrib.sessions.middleware.SessionMiddleware",

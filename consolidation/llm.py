@@ -10,14 +10,15 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from atlas_platform.exceptions import AtlasError
+from atlas_platform.exceptions import Unavailable
 
 
-class ChatModelError(AtlasError):
+class ChatModelError(Unavailable):
     """The chat model could not be reached or refused the call."""
 
     status_code = 503
     code = "chat_model_unavailable"
+    public_message = "The chat model is unavailable. Retry later."
 
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)

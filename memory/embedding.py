@@ -28,13 +28,18 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from atlas_platform.exceptions import Unavailable
+
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 MINILM_TOKENIZER = ASSETS_DIR / "all-minilm-l6-v2" / "tokenizer.json"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(Unavailable):
     """The embedder failed (callers see only this)."""
+
+    code = "embedding_unavailable"
+    public_message = "The embedding model is unavailable; nothing was written. Retry later."
 
 
 class Embedder(ABC):

@@ -8,6 +8,7 @@ class MemoryStoreUnavailable(Unavailable):
 
     status_code = 503
     code = "memory_store_unavailable"
+    public_message = "The memory store is unavailable; nothing was written. Retry later."
 
 
 class IdempotencyKeyReused(AtlasError):

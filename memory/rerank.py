@@ -25,9 +25,14 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from atlas_platform.exceptions import Unavailable
 
-class RerankError(Exception):
-    """The reranker failed (callers see only this)."""
+
+class RerankError(Unavailable):
+    """The reranker failed (callers see only this; recall keeps the fused order)."""
+
+    code = "reranker_unavailable"
+    public_message = "The reranker is unavailable. Retry later."
 
 
 class Reranker(ABC):

@@ -1,18 +1,18 @@
-"""The per-user watermark, episode counter and lease (a DB lease with an expiry, so it works
-on every database and a dead worker frees its user after ``ATLAS_CONSOLIDATION_LEASE_S``)."""
+"""The per-user watermark, episode counter and lease (``atlas_platform.leases``: a DB lease with
+an expiry, so it works on every database and a dead worker frees its user after
+``ATLAS_CONSOLIDATION_LEASE_S``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db.models import F
 
 from atlas_platform.exceptions import Conflict
+from atlas_platform.leases import Lease
 from consolidation.models import ConsolidationState
 from tenants.models import User
+
+RUN_LEASE = Lease(holder="lease_run_id", until="lease_until", seconds="ATLAS_CONSOLIDATION_LEASE_S")
 
 
 def check_active(user: User) -> None:
@@ -47,26 +47,12 @@ def lease_acquire(*, user: User, run_id: int) -> bool:
     """Take the user's lease for ``run_id`` unless a live lease holds it (even one of the same
     run: a task delivered twice must not run twice at once)."""
     state_for(user)
-    moment = timezone.now()
-    free = Q(lease_until__isnull=True) | Q(lease_until__lt=moment)
-    taken = (
-        ConsolidationState.objects.filter(user=user)
-        .filter(free)
-        .update(
-            lease_run_id=run_id,
-            lease_until=moment + timedelta(seconds=settings.ATLAS_CONSOLIDATION_LEASE_S),
-        )
-    )
-    return taken == 1
+    return RUN_LEASE.take(ConsolidationState.objects.filter(user=user), holder=run_id)
 
 
 def lease_release(*, user: User, run_id: int) -> None:
-    ConsolidationState.objects.filter(user=user, lease_run_id=run_id).update(
-        lease_run=None, lease_until=None
-    )
+    RUN_LEASE.release(ConsolidationState.objects.filter(user=user), holder=run_id)
 
 
 def lease_is_live(*, user: User, run_id: int) -> bool:
-    return ConsolidationState.objects.filter(
-        user=user, lease_run_id=run_id, lease_until__gte=timezone.now()
-    ).exists()
+    return RUN_LEASE.held(ConsolidationState.objects.filter(user=user), holder=run_id)

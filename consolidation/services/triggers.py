@@ -8,15 +8,14 @@ only once the run row has committed.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
 
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from atlas_platform.jobs import job_enqueue
 from consolidation.llm import model_configured
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, ConsolidationState
 from consolidation.services.errors import ConsolidationOff
@@ -25,6 +24,7 @@ from tenants.models import Tenant, User
 from tenants.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
+EXECUTE_TASK = "consolidation.tasks.consolidation_execute"  # queued by name: tasks import us
 
 
 @dataclass
@@ -34,23 +34,9 @@ class RunRequest:
 
 
 def _enqueue(run_id: int) -> None:
-    """Send the task to the broker. Without one (eager mode, ``make run``) run it on a
-    background thread instead, so neither a turn nor an API call waits for the chat model."""
-    from consolidation.tasks import consolidation_execute
-
-    if consolidation_execute.app.conf.task_always_eager:
-        threading.Thread(target=_run_eagerly, args=(run_id,), daemon=True).start()
-        return
-    consolidation_execute.apply_async((run_id,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-
-
-def _run_eagerly(run_id: int) -> None:
-    from consolidation.tasks import consolidation_execute
-
-    try:
-        consolidation_execute.apply(args=[run_id])
-    finally:
-        connections.close_all()  # this thread's own connections
+    """Queue the run's task after the commit (eager mode: on a background thread, so neither
+    a turn nor an API call waits for the chat model)."""
+    job_enqueue(EXECUTE_TASK, run_id)
 
 
 def consolidation_request(*, user: User, trigger: str) -> RunRequest:
@@ -72,7 +58,7 @@ def consolidation_request(*, user: User, trigger: str) -> RunRequest:
                     target=run,
                     metadata={"trigger": trigger},
                 )
-                transaction.on_commit(partial(_enqueue, run.pk))
+                _enqueue(run.pk)
             return RunRequest(run=run, created=True)
         except IntegrityError:
             active = ConsolidationRun.objects.filter(user=user, status__in=ACTIVE_STATUSES).first()

@@ -15,22 +15,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from functools import partial
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 from atlas_platform.exceptions import Conflict, NotFound, PermissionDenied, ValidationError
+from atlas_platform.jobs import job_enqueue
+from atlas_platform.leases import Lease
 from erasure.models import ForgetRequest
 from tenants.models import PlatformToken, User
 from tenants.scoping import OperatorScope
 from tenants.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
+# The job's hold on its request (``execute.py`` takes and renews it, page by page).
+ERASURE_LEASE = Lease(
+    holder="lease_owner", until="lease_expires_at", seconds="ATLAS_ERASURE_LEASE_S", nobody=""
+)
+RUN_TASK = "erasure.run"  # queued by name: erasure.tasks imports the services, not we it
 MAX_IDS = 10_000
 MAX_QUERY_CHARS = 500
 
@@ -155,21 +160,13 @@ def _locked(request: ForgetRequest) -> ForgetRequest:
 
 def _start_deadline() -> datetime:
     """A queued job should have started by then; past it, ``resume_stalled`` queues it again."""
-    return timezone.now() + timedelta(seconds=settings.ATLAS_ERASURE_LEASE_S)
+    return ERASURE_LEASE.deadline()
 
 
 def _enqueue(request_id: int) -> None:
-    """Queue the job. The decision is committed already: if the broker is down, say so and let
-    ``forget_request_resume_stalled`` queue it once the start deadline has passed."""
-    from erasure.tasks import forget_request_run
-
-    try:
-        forget_request_run.apply_async(args=[request_id], queue=settings.ATLAS_ERASURE_QUEUE)
-    except OperationalError:
-        logger.warning(
-            "erasure job not queued (broker unavailable); resume_stalled will queue it",
-            extra={"forget_request_id": request_id},
-        )
+    """Queue the job after the commit. If the broker is down, ``forget_request_resume_stalled``
+    queues it once the start deadline has passed."""
+    job_enqueue(RUN_TASK, request_id, queue=settings.ATLAS_ERASURE_QUEUE)
 
 
 def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRequest:
@@ -195,7 +192,7 @@ def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRe
             ]
         )
         _audit(request, "forget_request.approve")
-        transaction.on_commit(lambda: _enqueue(request.pk))
+        _enqueue(request.pk)
     return request
 
 
@@ -235,7 +232,7 @@ def forget_request_retry(*, request: ForgetRequest, by: Principal) -> ForgetRequ
             update_fields=["status", "retry_count", "reason", "lease_owner", "lease_expires_at"]
         )
         _audit(request, "forget_request.retry", retry_count=request.retry_count)
-        transaction.on_commit(lambda: _enqueue(request.pk))
+        _enqueue(request.pk)
     return request
 
 
@@ -252,6 +249,6 @@ def forget_request_resume_stalled(*, now: datetime | None = None) -> list[int]:
     for request in stalled.select_related("tenant", "user"):
         with transaction.atomic():
             _audit(request, "forget_request.resume", status=request.status)
-            transaction.on_commit(partial(_enqueue, request.pk))
+            _enqueue(request.pk)
         requeued.append(request.pk)
     return requeued

@@ -6,7 +6,6 @@ supersession rules) and answer with the shared error shape.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -16,6 +15,7 @@ from atlas_platform.serializers import StrictCharField
 from memory.engine.types import PERSONAL_TYPES, MemoryDoc
 from memory.services.recall import RecallHit
 from memory.services.writes import CONTRADICTIONS, FACT_TYPES, WRITABLE_TYPES
+from memory.shapes import memory_json, recall_hit_json
 
 TEXT_HELP = "Verbatim text (at most ATLAS_MAX_MEMORY_CHARS characters, 8000 by default)."
 
@@ -93,10 +93,11 @@ def _steps(help_text: str) -> serializers.ListField:
 
 # --- memories out ---------------------------------------------------------------------------
 class MemoryOut(serializers.Serializer[MemoryDoc]):
-    """One memory as the API shows it (never its embedding or internal tenant / user ids)."""
+    """One memory as the API shows it (never its embedding or internal tenant / user ids): the
+    schema of ``memory.shapes.memory_json``, the shape the MCP tools answer with too."""
 
     id = serializers.CharField(help_text="Opaque id.")
-    type = serializers.CharField(source="memory_type", help_text="episodic | semantic | ...")
+    memory_type = serializers.CharField(help_text="episodic | semantic | procedural | catalog.")
     text = serializers.CharField()
     created_at = serializers.DateTimeField(help_text="When Atlas stored it.")
     timestamp = serializers.DateTimeField(help_text="When the remembered thing happened.")
@@ -115,6 +116,7 @@ class MemoryOut(serializers.Serializer[MemoryDoc]):
         allow_null=True, help_text="Id of the fact that replaced this one (null: current)."
     )
     superseded_at = serializers.DateTimeField(allow_null=True)
+    superseded = serializers.BooleanField(help_text="True once a newer fact replaced this one.")
     contradiction = serializers.CharField(allow_null=True, help_text="natural | harsh | null.")
     supporting_episode_ids = serializers.ListField(child=serializers.CharField())
     valid_from = serializers.DateTimeField(allow_null=True)
@@ -136,48 +138,6 @@ class MemoryOut(serializers.Serializer[MemoryDoc]):
         return memory_json(instance)
 
 
-def _when(value: datetime | None) -> str | None:
-    """DRF's ISO 8601 rendering: UTC with a ``Z``."""
-    if value is None:
-        return None
-    text = value.astimezone(UTC).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def memory_json(doc: MemoryDoc) -> dict[str, Any]:
-    return {
-        "id": doc.id,
-        "type": doc.memory_type,
-        "text": doc.text,
-        "created_at": _when(doc.created_at),
-        "timestamp": _when(doc.timestamp),
-        "confidence": float(doc.confidence),
-        "source": doc.source,
-        "tags": [str(t) for t in doc.tags],
-        "metadata": dict(doc.metadata),
-        "session_id": doc.session_id,
-        "agent": doc.agent,
-        "fact_type": doc.fact_type,
-        "supersedes": [str(i) for i in doc.supersedes],
-        "superseded_by": doc.superseded_by,
-        "superseded_at": _when(doc.superseded_at),
-        "contradiction": doc.contradiction,
-        "supporting_episode_ids": [str(i) for i in doc.supporting_episode_ids],
-        "valid_from": _when(doc.valid_from),
-        "valid_to": _when(doc.valid_to),
-        "last_used_at": _when(doc.last_used_at),
-        "use_count": int(doc.use_count),
-        "name": doc.name,
-        "description": doc.description,
-        "trigger": doc.trigger,
-        "steps": [dict(step) for step in doc.steps],
-        "success_count": int(doc.success_count),
-        "failure_count": int(doc.failure_count),
-        "last_success_at": _when(doc.last_success_at),
-        "version": int(doc.version),
-    }
-
-
 class RecallHitOut(MemoryOut):
     """A memory plus where recall ranked it."""
 
@@ -188,12 +148,7 @@ class RecallHitOut(MemoryOut):
     )
 
     def to_representation(self, instance: RecallHit) -> dict[str, Any]:  # type: ignore[override]
-        return {
-            **memory_json(instance.doc),
-            "score": instance.score,
-            "rank": instance.rank,
-            "leg_ranks": instance.leg_ranks,
-        }
+        return recall_hit_json(instance)
 
 
 class RecallOut(serializers.Serializer[Any]):

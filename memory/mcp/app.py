@@ -19,10 +19,10 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.responses import JSONResponse
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
+from atlas_platform.exceptions import Unavailable
 from memory.mcp.auth import BearerAuth
 from memory.mcp.server import build_server
 
@@ -30,6 +30,13 @@ from memory.mcp.server import build_server
 DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
 OWN_USER_PATH = re.compile(r"^/mcp/?$")
 NAMED_USER_PATH = re.compile(r"^/api/atlas/mcp/(?P<user_id>[^/]+)/?$")
+
+
+class EndpointStarting(Unavailable):
+    """A request came before the lifespan started the session manager (or after it ended)."""
+
+    code = "starting"
+    public_message = "The MCP endpoint is not running yet. Retry shortly."
 
 
 def mcp_route(path: str) -> tuple[bool, str | None]:
@@ -66,9 +73,7 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._manager is None:
-            body = {"error": {"code": "starting", "message": "The MCP endpoint is not running."}}
-            await JSONResponse(body, status_code=503)(scope, receive, send)
-            return
+            raise EndpointStarting("The MCP session manager is not running.")
         await self._manager.handle_request(scope, receive, send)
 
 

@@ -9,7 +9,9 @@ context, so no tool ever trusts a user id from its arguments.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -17,16 +19,18 @@ from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from atlas_platform.api import error_body
 from atlas_platform.context import Actor, request_id
 from atlas_platform.exceptions import AtlasError, AuthenticationFailed, PermissionDenied
 from atlas_platform.exceptions import ValidationError as AtlasValidationError
 from atlas_platform.middleware import REQUEST_ID_HEADER, choose_request_id
+from memory.mcp.errors import internal_error_json, refusal_json
 from tenants.models import PlatformToken, User
 from tenants.selectors import user_for_token
 from tenants.services.tokens import token_authenticate
 
 IDENTITY_SCOPE_KEY = "atlas.mcp.identity"
+BODY_KEPT_BYTES = 1 << 20  # enough for any JSON-RPC request's id; larger bodies are not kept
+logger = logging.getLogger(__name__)
 _DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]  # what Django allows with DEBUG and no list
 
 
@@ -86,18 +90,53 @@ def _host_allowed(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-async def _refuse(exc: AtlasError, rid: str, send: Send) -> None:
-    """Answer with the shared error shape; 401s carry the Bearer challenge."""
-    with request_id(rid):
-        body = json.dumps(error_body(exc.code, exc.message)).encode()
+class _Body:
+    """``receive`` that keeps what the client sent (up to ``BODY_KEPT_BYTES``), so an error
+    answer can name the JSON-RPC request it refuses."""
+
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.complete = False
+
+    async def __call__(self) -> Message:
+        message = await self.receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            self.size += len(chunk)
+            if self.size <= BODY_KEPT_BYTES:
+                self.chunks.append(chunk)
+            self.complete = not message.get("more_body", False)
+        elif message["type"] == "http.disconnect":
+            self.complete = True
+        return message
+
+    async def read(self) -> bytes:
+        """The whole body (reading what the app has not read yet); empty when too large."""
+        while not self.complete:
+            await self()
+        return b"".join(self.chunks) if self.size <= BODY_KEPT_BYTES else b""
+
+
+async def _answer(data: dict[str, Any], status: int, send: Send, challenge: str = "") -> None:
+    body = json.dumps(data).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if challenge:
+        headers.append((b"www-authenticate", challenge.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(exc: AtlasError, body: _Body, send: Send) -> None:
+    """Answer with the shared error shape (a JSON-RPC error for a JSON-RPC request); 401s
+    carry the Bearer challenge."""
+    challenge = ""
     if exc.status_code == 401:
         challenge = 'Bearer realm="atlas"' + (
             "" if exc.code == "unauthenticated" else ', error="invalid_token"'
         )
-        headers.append((b"www-authenticate", challenge.encode()))
-    await send({"type": "http.response.start", "status": exc.status_code, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await _answer(refusal_json(exc, await body.read()), exc.status_code, send, challenge)
 
 
 class BearerAuth:
@@ -114,20 +153,47 @@ class BearerAuth:
         self, scope: Scope, receive: Receive, send: Send, *, external_id: str | None
     ) -> None:
         rid = choose_request_id(_header(scope, REQUEST_ID_HEADER))
-        send = _echo_request_id(send, rid)
+        sent = _Sent(_echo_request_id(send, rid))
+        body = _Body(receive)
+        with request_id(rid):
+            try:
+                await self._authenticated(scope, body, sent, rid, external_id)
+            except AtlasError as exc:
+                if sent.started:  # a response is on its way already: nothing to replace
+                    logger.warning("MCP error after the response started", exc_info=True)
+                else:
+                    await _refuse(exc, body, sent)
+            except Exception:
+                # Logged with its traceback; the client sees JSON and the request id only.
+                logger.exception("unhandled error on the MCP endpoint %s", scope["path"])
+                if not sent.started:
+                    await _answer(internal_error_json(await body.read()), 500, sent)
+
+    async def _authenticated(
+        self, scope: Scope, receive: Receive, send: Send, rid: str, external_id: str | None
+    ) -> None:
+        """Refuse (``AtlasError``) or hand the request to ``app`` with its identity."""
         if not _host_allowed(_header(scope, "host")):
-            bad_host = AtlasValidationError("Invalid Host header.", code="bad_host")
-            await _refuse(bad_host, rid, send)
-            return
+            raise AtlasValidationError("Invalid Host header.", code="bad_host")
         # In a worker thread, not Django's one shared sync thread (see ``tools.call``).
         resolve = sync_to_async(_resolve_in_request, thread_sensitive=False)
-        try:
-            token, user = await resolve(_header(scope, "authorization"), external_id)
-        except AtlasError as exc:
-            await _refuse(exc, rid, send)
-            return
+        token, user = await resolve(_header(scope, "authorization"), external_id)
         identity = McpIdentity(token=token, user=user, request_id=rid)
         await self.app({**scope, IDENTITY_SCOPE_KEY: identity}, receive, send)
+
+
+class _Sent:
+    """``send`` that remembers whether the response has started (then no error can replace
+    it)."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
 
 
 def _echo_request_id(send: Send, rid: str) -> Send:

@@ -7,46 +7,24 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
+from atlas_platform.api import INTERNAL_ERROR, INTERNAL_MESSAGE
+from atlas_platform.context import current_request_id
 from atlas_platform.exceptions import AtlasError
 from memory.engine.types import MemoryDoc
 from memory.services.recall import RecallResult
 from memory.services.writes import TurnResult
-
-# Internal to the platform or useless to a model (the embedding is 384 floats).
-_HIDDEN = frozenset({"embedding", "tenant_id", "user_id", "metadata"})
-_PROCEDURAL = frozenset({"success_count", "failure_count", "last_success_at", "version"})
-_SEMANTIC = frozenset({"use_count", "last_used_at"})
-
-
-def _hidden(memory_type: str) -> frozenset[str]:
-    """Fields that mean nothing for this type (their defaults would only add noise)."""
-    hidden = _HIDDEN
-    if memory_type != "procedural":
-        hidden |= _PROCEDURAL
-    if memory_type != "semantic":
-        hidden |= _SEMANTIC
-    return hidden
+from memory.shapes import memory_json, recall_hit_json
 
 
 def memory_out(doc: MemoryDoc) -> dict[str, Any]:
-    """One memory: its set fields (ISO 8601 times), plus ``superseded`` for facts."""
-    hidden = _hidden(doc.memory_type)
-    data = {
-        key: value
-        for key, value in doc.to_source().items()
-        if key not in hidden and value not in ([], {})
-    }
-    if doc.memory_type == "semantic":
-        data["superseded"] = doc.is_superseded
-    return data
+    """One memory in the shape every interface uses, compact: no empty or meaningless fields."""
+    return memory_json(doc, compact=True)
 
 
 def recall_out(result: RecallResult) -> dict[str, Any]:
     """Ranked memories, best first, and how the ranking was made."""
     return {
-        "memories": [
-            {"rank": hit.rank, "score": hit.score, **memory_out(hit.doc)} for hit in result.hits
-        ],
+        "memories": [recall_hit_json(hit, compact=True) for hit in result.hits],
         "reranked": result.reranked,
         "reranker": result.reranker,
         "legs": result.legs,
@@ -73,10 +51,21 @@ def success(data: dict[str, Any]) -> CallToolResult:
 
 
 def failure(exc: AtlasError) -> CallToolResult:
-    """A domain error as a tool error the model can read and act on."""
-    error = {"code": exc.code, "message": exc.message}
+    """A domain error as a tool error the model can read and act on (a dependency failure
+    shows only its class's fixed text: ``AtlasError.public``)."""
+    message, _details = exc.public
+    return _tool_error(exc.code, message)
+
+
+def internal_failure() -> CallToolResult:
+    """An unexpected error as a tool error: a fixed sentence, never the exception's text."""
+    return _tool_error(INTERNAL_ERROR, INTERNAL_MESSAGE)
+
+
+def _tool_error(code: str, message: str) -> CallToolResult:
+    error = {"code": code, "message": message, "request_id": current_request_id() or None}
     return CallToolResult(
-        content=[TextContent(type="text", text=f"{exc.message} ({exc.code})")],
+        content=[TextContent(type="text", text=f"{message} ({code})")],
         structured_content={"error": error},
         is_error=True,
     )

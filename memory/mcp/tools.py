@@ -7,6 +7,7 @@ The docstrings and field descriptions are what the model reads: they say when to
 # No ``from __future__ import annotations``: the MCP SDK builds the JSON schemas from these
 # signatures at runtime, Annotated descriptions included.
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -20,11 +21,20 @@ from pydantic import BaseModel, Field
 from atlas_platform.context import acting_as, request_id
 from atlas_platform.exceptions import AtlasError
 from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
-from memory.mcp.results import chain_out, failure, recall_out, success, turn_out, written_out
+from memory.mcp.results import (
+    chain_out,
+    failure,
+    internal_failure,
+    recall_out,
+    success,
+    turn_out,
+    written_out,
+)
 from memory.selectors import memory_history as history_select
 from memory.services.recall import memory_recall
 from memory.services.writes import memory_forget, memory_turn_record, memory_write
 
+logger = logging.getLogger(__name__)
 MemoryId = Annotated[str, Field(description="A memory id, as returned by recall or write.")]
 
 
@@ -66,12 +76,16 @@ async def call(
     concurrent calls may run in parallel, as Django's requests do."""
     identity = identity_of(ctx)
     run = sync_to_async(_in_request, thread_sensitive=False)
-    try:
-        with acting_as(identity.actor), request_id(identity.request_id):
+    with acting_as(identity.actor), request_id(identity.request_id):
+        try:
             result = await run(service, {"user": identity.user, **kwargs})
-    except AtlasError as exc:
-        return failure(exc)
-    return success(shape(result))
+        except AtlasError as exc:
+            return failure(exc)
+        except Exception:
+            # The traceback goes to the log; the model sees a fixed sentence and the request id.
+            logger.exception("MCP tool %s failed", getattr(service, "__name__", service))
+            return internal_failure()
+        return success(shape(result))
 
 
 def _utc(moment: datetime | None) -> datetime | None:

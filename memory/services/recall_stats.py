@@ -1,26 +1,25 @@
 """Recall statistics: the tenant's hourly latency histogram, counted in memory and written in
 batches.
 
-A recall only notes its latency (``recall_stat_note``). Whichever recall finds the batch older
-than ``ATLAS_RECALL_STATS_FLUSH_S`` writes it: one upsert per (tenant, hour, bucket) for every
-recall noted since, instead of one statement per recall. The write happens on a request thread
-(no background writer holding a database connection); ``recall_stats_flush`` writes what is
-pending now (``bookkeeping.drain``, process exit). A process that dies loses at most one
-interval of counts: a metric, not anyone's data.
+A recall only notes its latency (``recall_stat_note``, into an ``atlas_platform.flusher``).
+Whichever recall finds the batch older than ``ATLAS_RECALL_STATS_FLUSH_S`` writes it: one
+upsert per (tenant, hour, bucket) for every recall noted since, instead of one statement per
+recall. The write happens on a request thread (no background writer holding a database
+connection); ``recall_stats_flush`` writes what is pending now (``bookkeeping.drain``, process
+exit). A process that dies loses at most one interval of counts: a metric, not anyone's data.
 """
 
 from __future__ import annotations
 
-import atexit
 import bisect
 import logging
-import threading
-import time
+from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from atlas_platform.flusher import Flusher
 from memory.models import LATENCY_BOUNDS_MS, OVERFLOW_MS, RecallStat
 from tenants.models import Tenant
 
@@ -43,32 +42,12 @@ def latency_bucket(took_ms: float) -> int:
     return LATENCY_BOUNDS_MS[index] if index < len(LATENCY_BOUNDS_MS) else OVERFLOW_MS
 
 
-class _Pending:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.counts: dict[Bucket, list[float]] = {}  # bucket -> [count, total ms]
-        self.since = time.monotonic()
+def _merge(took_ms: float) -> Callable[[list[float] | None], list[float]]:
+    def counted(seen: list[float] | None) -> list[float]:
+        count, total = seen or (0, 0.0)
+        return [count + 1, total + took_ms]
 
-    def add(self, bucket: Bucket, took_ms: float, *, may_write: bool) -> dict[Bucket, list[float]]:
-        """Count one recall; returns the batch to write when it is due and ``may_write``
-        (else empty: the counts wait for a later recall)."""
-        with self.lock:
-            entry = self.counts.setdefault(bucket, [0, 0.0])
-            entry[0] += 1
-            entry[1] += took_ms
-            due = time.monotonic() - self.since >= settings.ATLAS_RECALL_STATS_FLUSH_S
-            return self._take() if due and may_write else {}
-
-    def take(self) -> dict[Bucket, list[float]]:
-        with self.lock:
-            return self._take()
-
-    def _take(self) -> dict[Bucket, list[float]]:
-        batch, self.counts, self.since = self.counts, {}, time.monotonic()
-        return batch
-
-
-_pending = _Pending()
+    return counted
 
 
 def recall_stat_note(*, tenant_id: int, took_ms: float, at: datetime) -> None:
@@ -78,21 +57,17 @@ def recall_stat_note(*, tenant_id: int, took_ms: float, at: datetime) -> None:
     A recall inside someone's transaction never writes the batch: other tenants' counts must
     not ride on (or roll back with) a transaction they are not part of."""
     may_write = not connection.in_atomic_block
-    batch = _pending.add(_bucket(tenant_id, took_ms, at), took_ms, may_write=may_write)
-    if batch:
-        _write(batch)
+    _pending.add(_bucket(tenant_id, took_ms, at), _merge(took_ms), may_write=may_write)
 
 
 def recall_stats_flush() -> None:
     """Write every pending count now."""
-    batch = _pending.take()
-    if batch:
-        _write(batch)
+    _pending.flush()
 
 
 def recall_stats_discard() -> None:
     """Drop the pending counts unwritten (a test's counts must not outlive its tenants)."""
-    _pending.take()
+    _pending.discard()
 
 
 def _bucket(tenant_id: int, took_ms: float, at: datetime) -> Bucket:
@@ -123,9 +98,10 @@ def _write(batch: dict[Bucket, list[float]]) -> None:
         log.exception("recall statistics not recorded", extra={"buckets": len(rows)})
 
 
-@atexit.register
-def _flush_at_exit() -> None:
-    try:
-        recall_stats_flush()
-    except Exception:  # the interpreter is going away; the database may be too
-        log.warning("recall statistics lost at exit", exc_info=True)
+_pending: Flusher[Bucket, list[float]] = Flusher(
+    name="atlas-recall-stats",
+    write=_write,
+    interval=lambda: float(settings.ATLAS_RECALL_STATS_FLUSH_S),
+    background=False,  # written by the recall that finds the batch due
+    at_exit=True,
+)

@@ -195,3 +195,110 @@ def test_the_services_refuse_nul_text_from_any_interface(alice):
         memory_write(user=alice, text="a\u0000b", memory_type="semantic")
 
     assert refused.value.code == "nul_character"
+
+
+SECRET = "internal detail: password=hunter2 at 10.0.0.7:9200"
+
+
+def test_an_unhandled_error_is_a_json_500_with_the_request_id_and_no_exception_text(
+    api, alice_token, monkeypatch, caplog
+):
+    from memory.api import views
+
+    def broken(**kwargs):
+        raise RuntimeError(SECRET)
+
+    monkeypatch.setattr(views, "memory_recall", broken)
+
+    with caplog.at_level("ERROR", logger="atlas_platform.middleware"):
+        response = api.post(
+            "users/alice/recall",
+            {"query": "x"},
+            token=alice_token,
+            headers={"X-Request-ID": "trace-500-abcd"},
+        )
+
+    assert response.status_code == 500 and response["Content-Type"] == "application/json"
+    assert error_code(response) == "internal_error"
+    assert response.json()["error"]["request_id"] == "trace-500-abcd"
+    assert response["X-Request-ID"] == "trace-500-abcd"
+    text = response.content.decode()
+    assert SECRET not in text and "RuntimeError" not in text
+    logged = [r for r in caplog.records if r.exc_info]
+    assert logged and SECRET in str(logged[0].exc_info[1])  # the traceback went to the log
+
+
+def test_an_unhandled_error_in_a_write_releases_its_idempotency_key(api, alice_token, monkeypatch):
+    from memory.api import views
+
+    body = {"text": "x", "memory_type": "semantic"}
+    headers = {"Idempotency-Key": "boom-1"}
+    with monkeypatch.context() as patched:
+        patched.setattr(views, "memory_write", lambda **kw: (_ for _ in ()).throw(KeyError(SECRET)))
+        failed = api.post("users/alice/memories", body, token=alice_token, headers=headers)
+
+    retried = api.post("users/alice/memories", body, token=alice_token, headers=headers)
+
+    assert failed.status_code == 500 and error_code(failed) == "internal_error"
+    assert SECRET not in failed.content.decode()
+    assert retried.status_code == 201  # the failed attempt did not keep the key
+
+
+def test_a_dependency_failure_is_a_503_without_the_dependencys_words(api, alice_token, monkeypatch):
+    from memory.api import views
+    from memory.errors import MemoryStoreUnavailable
+
+    def unavailable(**kwargs):
+        raise MemoryStoreUnavailable(f"The memory store failed: {SECRET} {{'text': 'a doc'}}")
+
+    monkeypatch.setattr(views, "memory_recall", unavailable)
+
+    response = api.post("users/alice/recall", {"query": "x"}, token=alice_token)
+
+    assert response.status_code == 503 and error_code(response) == "memory_store_unavailable"
+    assert response.json()["error"]["message"] == MemoryStoreUnavailable.public_message
+    assert SECRET not in response.content.decode() and "a doc" not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("memory.embedding.EmbeddingError", "embedding_unavailable"),
+        ("memory.rerank.RerankError", "reranker_unavailable"),
+        ("atlas_platform.exceptions.ClusterUnavailable", "cluster_unavailable"),
+    ],
+)
+def test_every_adapter_error_is_a_503_of_the_family(api, alice_token, monkeypatch, error, code):
+    from importlib import import_module
+
+    from atlas_platform.exceptions import AtlasError, Unavailable
+    from memory.api import views
+
+    module, name = error.rsplit(".", 1)
+    cls = getattr(import_module(module), name)
+
+    def failing(**kwargs):
+        raise cls(SECRET)
+
+    monkeypatch.setattr(views, "memory_recall", failing)
+
+    response = api.post("users/alice/recall", {"query": "x"}, token=alice_token)
+
+    assert issubclass(cls, Unavailable) and issubclass(cls, AtlasError)
+    assert response.status_code == 503 and error_code(response) == code
+    assert SECRET not in response.content.decode()
+
+
+def test_django_s_own_refusals_under_api_are_json(api, alice_token, settings):
+    settings.ALLOWED_HOSTS = ["testserver"]
+
+    bad_host = api.client.get("/api/v1/users/alice/memories/x", HTTP_HOST="evil.example")
+
+    assert bad_host.status_code == 400 and bad_host["Content-Type"] == "application/json"
+    assert error_code(bad_host) == "bad_request"
+
+
+def test_errors_outside_api_keep_django_s_pages(client, db):
+    response = client.get("/no-such-page")
+
+    assert response.status_code == 404 and "json" not in response["Content-Type"]

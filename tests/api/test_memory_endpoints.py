@@ -9,7 +9,7 @@ from tests.api.conftest import error_code, tenant_token
 
 pytestmark = pytest.mark.usefixtures("store")
 HIT_FIELDS = (
-    *("id", "type", "text", "score", "rank", "created_at", "timestamp", "confidence"),
+    *("id", "memory_type", "text", "score", "rank", "created_at", "timestamp", "confidence"),
     *("superseded_by", "supersedes", "superseded_at", "contradiction", "fact_type", "name"),
     *("steps", "success_count", "failure_count", "version", "use_count", "last_used_at"),
     "leg_ranks",
@@ -35,7 +35,7 @@ def test_a_turn_stores_the_episode_and_recalls_on_the_same_words(api, alice_toke
 
     assert response.status_code == 201
     body = response.json()
-    assert body["episode"]["type"] == "episodic" and body["episode"]["session_id"] == "s-1"
+    assert body["episode"]["memory_type"] == "episodic" and body["episode"]["session_id"] == "s-1"
     assert body["episode"]["text"] == "ORION-7 is down again"
     assert [h["id"] for h in body["hits"]] == [fact["id"]]  # the episode itself is excluded
     assert {"legs", "reranker", "reranked", "timings_ms", "took_ms"} <= set(body)
@@ -52,7 +52,9 @@ def test_recall_returns_every_documented_field(api, alice_token):
     body = response.json()
     hit = body["hits"][0]
     assert set(HIT_FIELDS) <= set(hit), set(HIT_FIELDS) - set(hit)
-    assert hit["type"] == "semantic" and hit["rank"] == 1 and hit["fact_type"] == "preference"
+    assert (
+        hit["memory_type"] == "semantic" and hit["rank"] == 1 and hit["fact_type"] == "preference"
+    )
     assert "embedding" not in hit and "user_id" not in hit and "tenant_id" not in hit
     assert body["legs"] == ["lexical", "dense"] and body["reranked"] is False
 
@@ -68,7 +70,7 @@ def test_recall_filters_by_type_and_can_show_superseded_facts(api, alice_token):
         token=alice_token,
     ).json()["hits"]
 
-    assert {h["type"] for h in only_facts} == {"semantic"}
+    assert {h["memory_type"] for h in only_facts} == {"semantic"}
     archived = [h for h in only_facts if h["id"] == old["id"]]
     assert archived and archived[0]["superseded_by"]
 
@@ -163,9 +165,9 @@ def test_the_catalog_is_listed_page_by_page_put_and_deleted(api, acme, alice, al
     }
     listed = [d["id"] for d in first["results"] + second["results"]]
     assert sorted(listed) == ids and second["next"] is None
-    assert {d["type"] for d in first["results"]} == {"catalog"}
+    assert {d["memory_type"] for d in first["results"]} == {"catalog"}
     assert gone.status_code == 204 and again.status_code == 404
-    assert hits["hits"][0]["id"] == ids[0] and hits["hits"][0]["type"] == "catalog"
+    assert hits["hits"][0]["id"] == ids[0] and hits["hits"][0]["memory_type"] == "catalog"
 
 
 def test_a_tenant_token_acts_for_any_user_of_its_tenant(api, acme, alice, bob):

@@ -102,3 +102,28 @@ def test_the_endpoint_answers_without_a_trailing_slash_and_attributes_the_reques
 
     assert run(scenario)["memory"]["text"] == "Alice rows on Sundays"
     assert AuditEvent.objects.get(action="memory.write").request_id == "agent-req-0001"
+
+
+def test_before_the_lifespan_starts_the_endpoint_answers_a_json_rpc_503(
+    acme: Tenant, alice: User, embedded_store: None
+) -> None:
+    from starlette.testclient import TestClient
+
+    from memory.mcp.app import EndpointStarting, platform_app
+
+    async def django_app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("an MCP path reached Django")
+
+    token = issue(acme, alice)
+    client = TestClient(platform_app(django_app))  # no `with`: the lifespan never runs
+    response = client.post(
+        "/mcp/",
+        json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {token}", "Host": "localhost"},
+    )
+
+    assert response.status_code == 503
+    body = response.json()
+    assert body["id"] == 9 and body["error"]["code"] == -32603
+    assert body["error"]["data"]["code"] == "starting"
+    assert body["error"]["message"] == EndpointStarting.public_message

@@ -40,9 +40,13 @@ def _call(url: str, token: str | None, tool: str) -> httpx2.Response:
 
 
 def _refused(response: httpx2.Response, status: int, code: str) -> dict[str, Any]:
+    """A JSON-RPC error object for request 1, the shared error shape in its ``data``."""
     assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == 1, body
+    assert body["error"]["code"] == -32001 and body["error"]["message"]
+    error = body["error"]["data"]
+    assert error["code"] == code and error["message"] == body["error"]["message"]
     assert error["message"]
     assert error["request_id"] == response.headers["x-request-id"]
     if status == 401:
@@ -164,3 +168,45 @@ def test_it_echoes_a_well_formed_request_id(atlas_server: str, people: Any) -> N
     )
     assert response.status_code == 401
     assert response.headers["x-request-id"] == "trace-1234-abcd"
+
+
+SECRET = "internal detail: password=hunter2 at 10.0.0.7:9200"
+
+
+def test_a_request_that_is_not_json_rpc_gets_the_shared_error_shape(
+    atlas_server: str, people: Any
+) -> None:
+    response = httpx2.post(f"{atlas_server}/mcp/", content=b"not json", timeout=30)
+
+    assert response.status_code == 401
+    error = response.json()["error"]
+    assert error["code"] == "unauthenticated" and error["request_id"]
+    assert "jsonrpc" not in response.json()
+
+
+def test_an_unhandled_error_before_the_sdk_is_a_json_rpc_500_without_its_text(
+    atlas_server: str, people: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from memory.mcp import auth
+
+    def broken(**kwargs: Any) -> Any:
+        raise RuntimeError(SECRET)
+
+    monkeypatch.setattr(auth, "identity_resolve", broken)
+    token = issue(people["acme"], people["alice"])
+
+    with caplog.at_level("ERROR", logger="memory.mcp.auth"):
+        response = _call(f"{atlas_server}/mcp/", token, "recall_memory")
+        plain = httpx2.post(
+            f"{atlas_server}/mcp/", content=b"{}", headers={"Authorization": f"Bearer {token}"}
+        )
+
+    assert response.status_code == 500, response.text
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == 1 and body["error"]["code"] == -32603
+    assert body["error"]["data"]["code"] == "internal_error"
+    assert body["error"]["data"]["request_id"] == response.headers["x-request-id"]
+    assert plain.status_code == 500 and plain.json()["error"]["code"] == "internal_error"
+    for answer in (response, plain):
+        assert SECRET not in answer.text and "RuntimeError" not in answer.text
+    assert any(r.exc_info and SECRET in str(r.exc_info[1]) for r in caplog.records)

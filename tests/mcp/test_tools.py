@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -164,10 +165,9 @@ def test_superseding_an_unknown_id_is_a_tool_error_and_writes_nothing(
 
     result = run(scenario)
     assert result.is_error
-    assert payload(result)["error"] == {
-        "code": "memory_not_found",
-        "message": "No memory 'nope' for this user.",
-    }
+    error = payload(result)["error"]
+    assert error.pop("request_id")
+    assert error == {"code": "memory_not_found", "message": "No memory 'nope' for this user."}
     assert "No memory 'nope' for this user." in result.content[0].text
     assert AuditEvent.objects.filter(action__startswith="memory.").count() == before
 
@@ -294,3 +294,28 @@ def test_concurrent_tool_calls_run_in_parallel_not_one_after_another(
     run(scenario)
     assert len(results) == 2
     assert not any(r.is_error for r in results), [payload(r) for r in results]
+
+
+def test_a_tool_whose_service_fails_unexpectedly_is_a_tool_error_without_its_text(
+    atlas_server: str, acme: Tenant, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.mcp import tools
+
+    secret = "internal detail: password=hunter2 at 10.0.0.7:9200"
+
+    def broken(**kwargs: Any) -> Any:
+        raise RuntimeError(secret)
+
+    monkeypatch.setattr(tools, "memory_recall", broken)
+    token = issue(acme, alice)
+
+    async def scenario() -> Any:
+        async with mcp_session(_own(atlas_server), token) as session:
+            return await session.call_tool("recall_memory", {"query": "anything"})
+
+    result = run(scenario)
+    assert result.is_error
+    error = payload(result)["error"]
+    assert error["code"] == "internal_error" and error["request_id"]
+    assert secret not in result.content[0].text and "RuntimeError" not in result.content[0].text
+    assert secret not in json.dumps(error)
