@@ -297,7 +297,7 @@ def _lexical_weight(value: str) -> float | Literal["confidence"]:
 ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="0.5"))
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
-# sooner once this many documents wait (memory/bookkeeping.py).
+# sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)
 ATLAS_USAGE_FLUSH_BATCH = env.int("ATLAS_USAGE_FLUSH_BATCH", default=200)
 # Recall statistics (the dashboard's latency histogram) are counted in memory and written at

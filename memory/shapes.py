@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.engine.types import MemoryDoc
 from memory.services.recall import RecallHit
+from memory.types import MemoryDoc
 
 _PROCEDURAL = frozenset({"success_count", "failure_count", "last_success_at", "version"})
 _SEMANTIC = frozenset({"use_count", "last_used_at", "superseded"})

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -22,6 +21,7 @@ from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
+from erasure.services.requests import ERASURE_LEASE
 from memory.models import IdempotencyRecord
 from memory.selectors import (
     memory_ids_page,
@@ -64,10 +64,6 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest | None:
     return job.request
 
 
-def _lease_deadline() -> datetime:
-    return timezone.now() + timedelta(seconds=settings.ATLAS_ERASURE_LEASE_S)
-
-
 def _claim(request_id: int, owner: str) -> ForgetRequest | None:
     with transaction.atomic():
         request = (
@@ -78,12 +74,11 @@ def _claim(request_id: int, owner: str) -> ForgetRequest | None:
         )
         if request is None or request.status not in RUNNABLE:
             return None
-        live = request.lease_expires_at is not None and request.lease_expires_at > timezone.now()
-        if request.status == ForgetRequest.Status.RUNNING and live:
+        if request.status == ForgetRequest.Status.RUNNING and ERASURE_LEASE.is_live(request):
             return None  # a live worker has it; this message is a duplicate
         first = request.status == ForgetRequest.Status.APPROVED
         request.status = ForgetRequest.Status.RUNNING
-        request.lease_owner, request.lease_expires_at = owner, _lease_deadline()
+        request.lease_owner, request.lease_expires_at = owner, ERASURE_LEASE.deadline()
         request.started_at = request.started_at or timezone.now()
         request.save(update_fields=["status", "lease_owner", "lease_expires_at", "started_at"])
         audit_record(
@@ -253,7 +248,7 @@ class _Job:
         with transaction.atomic():
             row = self._locked()
             change(row)
-            row.lease_expires_at = _lease_deadline()
+            row.lease_expires_at = ERASURE_LEASE.deadline()
             row.save()
         self.request = row
 
@@ -263,7 +258,7 @@ class _Job:
         """Commit a progress step together with the lease renewal (or not at all)."""
         with transaction.atomic():
             row = self._locked()
-            row.lease_expires_at = _lease_deadline()
+            row.lease_expires_at = ERASURE_LEASE.deadline()
             row.save(update_fields=["lease_expires_at"])
             fresh = ErasureProgress.objects.select_for_update().get(pk=progress.pk)
             change(fresh)

@@ -12,10 +12,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from atlas_platform.serializers import StrictCharField
-from memory.engine.types import PERSONAL_TYPES, MemoryDoc
 from memory.services.recall import RecallHit
 from memory.services.writes import CONTRADICTIONS, FACT_TYPES, WRITABLE_TYPES
 from memory.shapes import memory_json, recall_hit_json
+from memory.types import PERSONAL_TYPES, MemoryDoc
 
 TEXT_HELP = "Verbatim text (at most ATLAS_MAX_MEMORY_CHARS characters, 8000 by default)."
 

@@ -25,7 +25,6 @@ from atlas_platform.views import parsed
 from memory.api import serializers as s
 from memory.api.base import AtlasView, CatalogAccess, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
-from memory.engine.types import MemoryDoc
 from memory.selectors import catalog_list, memory_get, memory_history
 from memory.services.catalog import catalog_delete, catalog_import
 from memory.services.recall import memory_recall
@@ -35,6 +34,7 @@ from memory.services.writes import (
     memory_write,
     procedure_outcome_record,
 )
+from memory.types import MemoryDoc
 
 
 def memory_response(doc: MemoryDoc, code: int = status.HTTP_200_OK) -> Response:

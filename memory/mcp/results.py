@@ -10,10 +10,10 @@ from mcp.types import CallToolResult, TextContent
 from atlas_platform.api import INTERNAL_ERROR, INTERNAL_MESSAGE
 from atlas_platform.context import current_request_id
 from atlas_platform.exceptions import AtlasError
-from memory.engine.types import MemoryDoc
 from memory.services.recall import RecallResult
 from memory.services.writes import TurnResult
 from memory.shapes import memory_json, recall_hit_json
+from memory.types import MemoryDoc
 
 
 def memory_out(doc: MemoryDoc) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from datetime import datetime
 from django.conf import settings
 
 from atlas_platform.exceptions import ValidationError
-from memory import bookkeeping
 from memory.engine.types import (
     PERSONAL_TYPES,
     LegHit,
@@ -25,6 +24,7 @@ from memory.fusion import Fused, credit_successors, leg_confidence, rrf
 from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
+from memory.services import bookkeeping
 from memory.services.common import backend, clean_text, embedder, store_errors
 from memory.services.common import now as clock_now
 from memory.services.recall_stats import recall_stat_note

@@ -14,7 +14,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from memory import bookkeeping
+from memory.services import bookkeeping
 from tenants.models import Tenant, User
 from tenants.services.tokens import token_issue
 from tests.memory.conftest import engine, people  # noqa: F401 - shared fixtures

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import bookkeeping
+from memory.services import bookkeeping
 from tests.api.conftest import error_code, tenant_token
 
 pytestmark = pytest.mark.usefixtures("store")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import bookkeeping
+from memory.services import bookkeeping
 from memory.services.writes import (
     memory_turn_record,
     memory_write,

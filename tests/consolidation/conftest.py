@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memory import bookkeeping
 from memory.engine.types import MemoryDoc
+from memory.services import bookkeeping
 from memory.services.writes import memory_turn_record
 from tenants.models import User
 from tests.consolidation.fake_llm import FakeChatServer

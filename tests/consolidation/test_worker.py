@@ -16,8 +16,8 @@ from django.test import Client
 from atlas_platform.celery import app
 from consolidation.models import ConsolidationRun, ConsolidationState, PlaybookSuggestion
 from consolidation.selectors import recent_runs, tenant_token_usage
-from memory import bookkeeping
 from memory.engine.types import MemoryType
+from memory.services import bookkeeping
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_write

@@ -24,7 +24,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from memory import bookkeeping
+from memory.services import bookkeeping
 from tenants.models import Tenant, User
 from tenants.services.tokens import token_issue
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memory import bookkeeping
+from memory.services import bookkeeping
 from tenants.models import Tenant, User
 from tenants.services.scoped_keys import scoped_key_provision
 

@@ -9,9 +9,9 @@ import pytest
 
 from atlas_platform.cluster import ApiKey
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
-from memory import bookkeeping
 from memory.plans import RecallPlan
 from memory.selectors import memory_get, memory_history
+from memory.services import bookkeeping
 from memory.services.catalog import catalog_delete, catalog_import
 from memory.services.common import backend
 from memory.services.recall import memory_recall

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from memory import bookkeeping
 from memory.admin import inspector
 from memory.models import RecallStat
 from memory.selectors import memory_get
+from memory.services import bookkeeping
 from memory.services.writes import (
     memory_turn_record,
     memory_write,

@@ -11,10 +11,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from memory import bookkeeping
 from memory.admin import dashboard as memory_dashboard
 from memory.models import OVERFLOW_MS, RecallStat
 from memory.selectors import histogram_percentile, recall_stats
+from memory.services import bookkeeping
 from memory.services.recall import memory_recall
 from memory.services.recall_stats import latency_bucket, recall_stat_note, recall_stats_flush
 from memory.services.writes import memory_turn_record, memory_write

@@ -2,8 +2,9 @@
 ``last_used_at``, so recall never waits for these writes.
 
 Recalls only note the hits in a buffer (``atlas_platform.flusher``). Its background thread
-flushes the buffer every ``ATLAS_USAGE_FLUSH_S`` seconds (or sooner once ``ATLAS_USAGE_FLUSH_BATCH`` documents wait) as a
-single batched write that the store makes visible on its own schedule. A fact recalled ten
+flushes the buffer every ``ATLAS_USAGE_FLUSH_S`` seconds (or sooner once
+``ATLAS_USAGE_FLUSH_BATCH`` documents wait) as a single batched write that the store makes
+visible on its own schedule. A fact recalled ten
 times between flushes costs one write with ``count=10``, not ten read-modify-write round trips
 each forcing a refresh — under concurrent load those refreshes were most of the cluster's CPU.
 """
