@@ -107,7 +107,7 @@ def _save(message: Message) -> Message:
         message.save()
         # Ids only: never the subject or the body.
         audit(
-            "message.send",
+            "message.reply" if message.reply_to_id else "message.send",
             user=message.sender.user,
             target=message,
             agent=message.sender,
