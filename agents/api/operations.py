@@ -132,21 +132,25 @@ class BatchOut(serializers.Serializer[Any]):
     results = OutcomeOut(many=True, help_text="One answer per operation, in order.")
 
 
-def parse_operation(agent: Agent, item: dict[str, Any]) -> Operation:
+def parse_operation(agent: Agent, item: dict[str, Any], *, status_code: int = 200) -> Operation:
     """An ``Operation`` whose ``run`` calls the kind's service; args that do not parse make
-    it ``invalid`` (answered on its own, the rest of the batch goes on)."""
+    it ``invalid`` (answered on its own, the rest of the batch goes on). ``status_code``: what
+    a success answers (a single endpoint's 201)."""
     kind = KINDS[item["op"]]
     raw = item["args"]
     fingerprint = payload_hash(item["op"], raw)
     shape = kind.shape(data=raw)
     if not shape.is_valid():
         invalid = ValidationError("The operation's args are not valid.", fields=shape.errors)
-        return Operation(item["id"], item["op"], fingerprint, lambda: {}, invalid=invalid)
+        return Operation(
+            item["id"], item["op"], fingerprint, lambda: {}, status_code, invalid=invalid
+        )
     args = dict(shape.validated_data)
     return Operation(
         id=item["id"],
         kind=item["op"],
         request_hash=fingerprint,
         run=lambda: kind.run(agent, args),
+        status_code=status_code,
         touches_store=kind.touches_store(args),
     )

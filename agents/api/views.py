@@ -17,7 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.api import serializers as s
-from agents.api.operations import BatchIn, BatchOut, parse_operation
+from agents.api.operations import BatchIn, BatchOut, OperationIn, parse_operation
+from agents.api.serializers import CLIENT_ID
 from agents.models import Agent
 from agents.selectors import (
     agent_for_token,
@@ -35,6 +36,8 @@ from agents.services.operations import operations_apply
 from agents.services.projects import project_register
 from agents.services.sessions import session_end, session_start, session_touch
 from agents.services.tasks import task_create, task_transition
+from atlas_platform.api import error_body
+from atlas_platform.exceptions import ValidationError
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, WRITE_ERRORS, errors
 from atlas_platform.views import parsed
 from memory.api.base import UserView
@@ -51,16 +54,67 @@ MESSAGE_ID = OpenApiParameter(
 )
 
 
+OPERATION_ID = OpenApiParameter(
+    "Operation-Id",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    pattern=CLIENT_ID,
+    description=(
+        "A client operation id (1-128 of `A-Za-z0-9._:@-`, unique per user): the write is "
+        "applied exactly once; a replay within ATLAS_OPERATION_TTL_DAYS (30 days) answers the "
+        "first result with header `Operation-Replayed: true`; the same id with another "
+        "payload is 422. The ledger of `POST .../operations`."
+    ),
+)
+
+
+class _Answered(Exception):
+    """Raised to answer a write that went through the operation ledger."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
 class AgentUserView(UserView):
-    """A user's endpoint where some methods act as the token's agent (``self.agent``)."""
+    """A user's endpoint where some methods act as the token's agent (``self.agent``). A POST
+    of a replayable kind (``operation_kind``) with an ``Operation-Id`` header goes through the
+    operation ledger instead of its handler: the same service, exactly once."""
 
     acting_methods: frozenset[str] = frozenset({"POST"})
+    operation_kind: str | None = None
+    operation_status: int = status.HTTP_200_OK
     agent: Agent
 
     def resolve(self, **kwargs: Any) -> None:
         super().resolve(**kwargs)
         if self.request.method in self.acting_methods:
             self.agent = agent_for_token(token=self.token, user=self.subject)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        operation_id = request.headers.get("Operation-Id")
+        if operation_id is not None and self.operation_kind and request.method == "POST":
+            raise _Answered(self._once(request, operation_id, kwargs))
+
+    def _once(self, request: Request, operation_id: str, path: dict[str, Any]) -> Response:
+        if not isinstance(request.data, dict):
+            raise ValidationError("The body must be a JSON object.", code="invalid")
+        args = {**request.data, **{k: v for k, v in path.items() if k != "user_id"}}
+        item = parsed(OperationIn, {"id": operation_id, "op": self.operation_kind, "args": args})
+        operation = parse_operation(self.agent, item, status_code=self.operation_status)
+        outcome = operations_apply(user=self.subject, operations=[operation])[0]
+        if outcome.error is not None:
+            error = outcome.error
+            body = error_body(error["code"], error["message"], error.get("details"))
+            return Response(body, status=outcome.status_code)
+        replayed = {"Operation-Replayed": "true"} if outcome.status == "duplicate" else {}
+        return Response(outcome.result, status=outcome.status_code, headers=replayed)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, _Answered):
+            return exc.response
+        return super().handle_exception(exc)
 
 
 def many(shape: type[serializers.Serializer[Any]], rows: Iterable[Any]) -> list[Any]:
@@ -150,6 +204,9 @@ class ProjectsView(UserView):
 
 
 class SessionsView(AgentUserView):
+    operation_kind = "session.start"
+    operation_status = status.HTTP_201_CREATED
+
     @extend_schema(
         operation_id="session_list",
         tags=TAGS,
@@ -171,7 +228,7 @@ class SessionsView(AgentUserView):
         operation_id="session_start",
         tags=TAGS,
         request=s.SessionStartIn,
-        parameters=[IDEMPOTENCY_KEY],
+        parameters=[IDEMPOTENCY_KEY, OPERATION_ID],
         responses={200: s.SessionOut, 201: s.SessionOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str) -> Response:
@@ -182,11 +239,13 @@ class SessionsView(AgentUserView):
 
 
 class SessionTouchView(AgentUserView):
+    operation_kind = "session.touch"
+
     @extend_schema(
         operation_id="session_touch",
         tags=TAGS,
         request=s.SessionTouchIn,
-        parameters=[SESSION_ID, IDEMPOTENCY_KEY],
+        parameters=[SESSION_ID, IDEMPOTENCY_KEY, OPERATION_ID],
         responses={200: s.SessionOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str, session_id: str) -> Response:
@@ -198,11 +257,13 @@ class SessionTouchView(AgentUserView):
 
 
 class SessionEndView(AgentUserView):
+    operation_kind = "session.end"
+
     @extend_schema(
         operation_id="session_end",
         tags=TAGS,
         request=s.SessionEndIn,
-        parameters=[SESSION_ID, IDEMPOTENCY_KEY],
+        parameters=[SESSION_ID, IDEMPOTENCY_KEY, OPERATION_ID],
         responses={200: s.SessionOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str, session_id: str) -> Response:
@@ -214,6 +275,9 @@ class SessionEndView(AgentUserView):
 
 
 class TasksView(AgentUserView):
+    operation_kind = "task.create"
+    operation_status = status.HTTP_201_CREATED
+
     @extend_schema(
         operation_id="task_list",
         tags=TAGS,
@@ -235,7 +299,7 @@ class TasksView(AgentUserView):
         operation_id="task_create",
         tags=TAGS,
         request=s.TaskIn,
-        parameters=[IDEMPOTENCY_KEY],
+        parameters=[IDEMPOTENCY_KEY, OPERATION_ID],
         responses={201: s.TaskOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str) -> Response:
@@ -259,11 +323,13 @@ class CurrentTasksView(AgentUserView):
 
 
 class TaskTransitionView(AgentUserView):
+    operation_kind = "task.transition"
+
     @extend_schema(
         operation_id="task_transition",
         tags=TAGS,
         request=s.TransitionIn,
-        parameters=[TASK_ID, IDEMPOTENCY_KEY],
+        parameters=[TASK_ID, IDEMPOTENCY_KEY, OPERATION_ID],
         responses={200: s.TaskOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str, task_id: int) -> Response:
@@ -275,11 +341,14 @@ class TaskTransitionView(AgentUserView):
 
 
 class MessagesView(AgentUserView):
+    operation_kind = "message.send"
+    operation_status = status.HTTP_201_CREATED
+
     @extend_schema(
         operation_id="message_send",
         tags=TAGS,
         request=s.MessageIn,
-        parameters=[IDEMPOTENCY_KEY],
+        parameters=[IDEMPOTENCY_KEY, OPERATION_ID],
         responses={201: s.MessageOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str) -> Response:
@@ -305,11 +374,13 @@ class InboxView(AgentUserView):
 
 
 class MessageAckView(AgentUserView):
+    operation_kind = "message.ack"
+
     @extend_schema(
         operation_id="message_ack",
         tags=TAGS,
         request=None,
-        parameters=[MESSAGE_ID, IDEMPOTENCY_KEY],
+        parameters=[MESSAGE_ID, IDEMPOTENCY_KEY, OPERATION_ID],
         responses={200: s.MessageOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str, message_id: int) -> Response:
@@ -318,11 +389,14 @@ class MessageAckView(AgentUserView):
 
 
 class MessageReplyView(AgentUserView):
+    operation_kind = "message.reply"
+    operation_status = status.HTTP_201_CREATED
+
     @extend_schema(
         operation_id="message_reply",
         tags=TAGS,
         request=s.ReplyIn,
-        parameters=[MESSAGE_ID, IDEMPOTENCY_KEY],
+        parameters=[MESSAGE_ID, IDEMPOTENCY_KEY, OPERATION_ID],
         responses={201: s.MessageOut, **errors(*ACT_WRITE)},
     )
     def post(self, request: Request, user_id: str, message_id: int) -> Response:

@@ -20,7 +20,9 @@ def test_an_agents_note_is_recalled_for_its_user_and_forgotten_on_request(
 ):
     session_start(agent=alice_agent, session_id="s1")
     note = agent_memory_write(
-        agent=alice_agent, text="The billing service deploys from the release branch", session_id="s1"
+        agent=alice_agent,
+        text="The billing service deploys from the release branch",
+        session_id="s1",
     )
 
     mine = memory_recall(user=alice_agent.user, query="where does billing deploy from?", k=3)

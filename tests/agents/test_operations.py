@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents.models import AppliedOperation, Message, Session, Task, TaskTransition
 from agents.services.operations import operations_purge
 from memory.selectors import memory_counts
+from tests.agents.conftest import error_code
 
 pytestmark = pytest.mark.django_db
 
@@ -210,3 +211,39 @@ def test_a_memory_written_by_an_agent_carries_agent_project_and_session(
     doc = memory_get(user=alice, memory_id=note["result"]["id"])
     assert doc.metadata == {"agent": "claude-code", "project": key, "session": "sess-1"}
     assert "agent:claude-code" in doc.tags and doc.source == "agent"
+
+
+def test_a_single_write_with_an_operation_id_is_applied_once(api, alice_bound):
+    headers = {"Operation-Id": "op-7"}
+    body = {"title": "Write the release notes"}
+
+    first = api.post("users/alice/tasks", body, token=alice_bound, headers=headers)
+    again = api.post("users/alice/tasks", body, token=alice_bound, headers=headers)
+    with days_later(8):
+        late = api.post("users/alice/tasks", body, token=alice_bound, headers=headers)
+    other = api.post("users/alice/tasks", {"title": "Else"}, token=alice_bound, headers=headers)
+    in_batch = batch(api, alice_bound, op("op-7", "task.create", **body))[0]
+
+    assert first.status_code == again.status_code == late.status_code == 201
+    assert "Operation-Replayed" not in first and again["Operation-Replayed"] == "true"
+    assert again.json() == late.json() == first.json() == in_batch["result"]
+    assert other.status_code == 422 and error_code(other) == "operation_id_reused"
+    assert in_batch["status"] == "duplicate" and Task.objects.count() == 1
+
+
+def test_a_single_write_with_an_operation_id_answers_conflicts_and_bad_ids(api, alice_bound):
+    task = api.post("users/alice/tasks", {"title": "T"}, token=alice_bound).json()
+    path = f"users/alice/tasks/{task['id']}/transitions"
+    move = {"to_state": "in_progress", "expected_version": 1}
+
+    applied = api.post(path, move, token=alice_bound, headers={"Operation-Id": "m1"})
+    stale = api.post(path, move, token=alice_bound, headers={"Operation-Id": "m2"})
+    bad_id = api.post(path, move, token=alice_bound, headers={"Operation-Id": "no spaces"})
+    bad_body = api.post(path, {"to_state": "x"}, token=alice_bound, headers={"Operation-Id": "m3"})
+
+    assert applied.status_code == 200 and applied.json()["version"] == 2
+    assert stale.status_code == 409 and error_code(stale) == "stale_version"
+    assert stale.json()["error"]["details"]["current"]["version"] == 2
+    assert bad_id.status_code == 400 and bad_body.status_code == 400
+    assert error_code(bad_id) == error_code(bad_body) == "invalid"
+    assert set(AppliedOperation.objects.values_list("operation_id", flat=True)) == {"m1"}
