@@ -103,10 +103,10 @@ def presence_heartbeat(
 
 
 def _machine(user: User, key: str, moment: datetime, described: dict[str, str]) -> Machine:
+    machine = Machine(user=user, key=key, first_seen_at=moment, last_seen_at=moment, **described)
+    validate(machine, exclude=["user"])  # also before an update: lengths, the key's form
     if Machine.objects.filter(user=user, key=key).update(last_seen_at=moment, **described):
         return Machine.objects.get(user=user, key=key)
-    machine = Machine(user=user, key=key, first_seen_at=moment, last_seen_at=moment, **described)
-    validate(machine, exclude=["user"])
     try:
         with transaction.atomic():
             machine.save()

@@ -104,3 +104,17 @@ def test_a_heartbeat_cannot_name_another_users_session_or_task(alice_agent, bob)
     with pytest.raises(NotFound):
         presence_heartbeat(agent=alice_agent, machine_key="desk", task_id=task.pk)
     assert not Presence.objects.filter(agent=alice_agent).exists()
+
+
+def test_an_oversize_machine_label_is_refused_before_anything_is_written(alice_agent):
+    from atlas_platform.exceptions import ValidationError
+
+    presence_heartbeat(agent=alice_agent, machine_key="desk", label="Desk")
+
+    with pytest.raises(ValidationError):
+        presence_heartbeat(agent=alice_agent, machine_key="desk", label="x" * 201)
+    with pytest.raises(ValidationError):
+        presence_heartbeat(agent=alice_agent, machine_key="new", os="y" * 101)
+
+    assert list(Machine.objects.values_list("key", "label")) == [("desk", "Desk")]
+    assert Presence.objects.get().heartbeats == 1
