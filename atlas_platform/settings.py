@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "memory",
     "consolidation",
     "erasure",
+    "agents",
     # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
     *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
 ]
@@ -207,6 +208,8 @@ CELERY_BEAT_SCHEDULE = {
     "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
     # Stored API responses (Idempotency-Key replays) hold memory text: keep them 24 h, no longer.
     "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
+    # Applied client operations of agents (offline replay) past ATLAS_OPERATION_TTL_DAYS.
+    "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
 }
 
 # Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.
@@ -313,6 +316,17 @@ ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", defau
 ATLAS_ERASURE_QUEUE = env.str("ATLAS_ERASURE_QUEUE", default=CELERY_TASK_DEFAULT_QUEUE)
 ATLAS_ERASURE_PAGE_SIZE = env.int("ATLAS_ERASURE_PAGE_SIZE", default=500)
 ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
+
+# Coding agents (agents/). Presence is active while heartbeats are younger than IDLE_S (and a
+# session is open), idle until OFFLINE_S, offline after. Applied client operations (the replay
+# ledger of offline work) are kept OPERATION_TTL_DAYS, far beyond any realistic offline period;
+# a batch takes at most OPERATION_BATCH_MAX of them.
+ATLAS_PRESENCE_IDLE_S = env.int("ATLAS_PRESENCE_IDLE_S", default=120)
+ATLAS_PRESENCE_OFFLINE_S = env.int("ATLAS_PRESENCE_OFFLINE_S", default=900)
+ATLAS_OPERATION_TTL_DAYS = env.int("ATLAS_OPERATION_TTL_DAYS", default=30)
+ATLAS_OPERATION_BATCH_MAX = env.int("ATLAS_OPERATION_BATCH_MAX", default=100)
+ATLAS_SESSION_MAX_FILES = env.int("ATLAS_SESSION_MAX_FILES", default=200)
+ATLAS_MESSAGE_MAX_CHARS = env.int("ATLAS_MESSAGE_MAX_CHARS", default=8000)
 
 # --- MCP and serving -------------------------------------------------------------------------
 # The ASGI app (atlas_server/asgi.py) serves Django and the MCP endpoints under uvicorn

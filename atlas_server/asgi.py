@@ -22,6 +22,7 @@ django_wsgi = get_wsgi_application()  # sets Django up: read settings, import th
 from django.conf import settings  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
+from agents import mcp as agents_mcp  # noqa: E402
 from memory.mcp.app import platform_app  # noqa: E402
 from memory.services.common import embedder  # noqa: E402
 
@@ -32,7 +33,9 @@ django_application = WSGIMiddleware(
     django_wsgi,  # type: ignore[arg-type]
     workers=settings.ATLAS_HTTP_THREADS,
 )
-application = platform_app(django_application)
+application = platform_app(
+    django_application, extra_tools=[(fn, agents_mcp.HINTS[fn.__name__]) for fn in agents_mcp.TOOLS]
+)
 
 
 def _settle() -> None:

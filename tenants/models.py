@@ -140,6 +140,9 @@ class PlatformToken(models.Model):
     lookup = models.CharField(max_length=16, unique=True)
     secret_hash = models.CharField(max_length=64)
     allow_catalog = models.BooleanField(default=False)
+    # Set: the token acts as this agent (a slug of the token's user's agents, app ``agents``);
+    # a plain field so tenants never imports the app above it.
+    agent_slug = models.CharField(max_length=50, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

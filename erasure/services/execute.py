@@ -34,6 +34,7 @@ from memory.types import PERSONAL_TYPES, MemoryDoc
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_invalidate
+from tenants.signals import user_data_erasing
 
 logger = logging.getLogger(__name__)
 RUNNABLE = (ForgetRequest.Status.APPROVED, ForgetRequest.Status.RUNNING)
@@ -171,6 +172,7 @@ class _Job:
             progress = list(row.progress.order_by("id").prefetch_related("erased_pages"))
             user = row.user
             purged = _purge_idempotency(user) if user is not None else 0
+            others = _purge_other_apps(user, whole=row.scope == ForgetRequest.Scope.USER)
             erased = {i for p in progress for i in p.erased_ids()}
             now = timezone.now()
             row.receipt = {
@@ -183,6 +185,7 @@ class _Job:
                 "total_deleted": sum(p.deleted for p in progress),
                 "not_found_ids": [i for i in (targets or []) if i not in erased],
                 "idempotency_records_deleted": purged,
+                "other_records_deleted": others,
                 "user_record_deleted": bool(row.delete_user_record and user is not None),
                 "verification": {"remaining": 0, "checked_at": now.isoformat()},
                 "requested_by": row.requested_by_label,
@@ -306,6 +309,19 @@ def _purge_idempotency(user: User) -> int:
     )
     deleted, _ = IdempotencyRecord.objects.filter(mine).delete()
     return int(deleted)
+
+
+def _purge_other_apps(user: User | None, *, whole: bool) -> dict[str, int]:
+    """What the apps above memory hold of the user (``tenants.signals.user_data_erasing``)."""
+    if user is None:
+        return {}
+    counts: dict[str, int] = {}
+    replies = user_data_erasing.send(sender=ForgetRequest, user=user, whole_user=whole)
+    for _receiver, deleted in replies:
+        reply: dict[str, int] = deleted if isinstance(deleted, dict) else {}
+        for table, n in reply.items():
+            counts[table] = counts.get(table, 0) + n
+    return counts
 
 
 def _delete_user(user: User) -> None:

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from atlas_platform.exceptions import Unavailable
 from memory.mcp.auth import BearerAuth
-from memory.mcp.server import build_server
+from memory.mcp.server import ExtraTools, build_server
 
 # Django's ASGIHandler, typed loosely: its stubs' signature is narrower than Starlette's ASGIApp.
 DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
@@ -102,6 +102,7 @@ class PlatformApp:
             await self.django_app(scope, receive, send)
 
 
-def platform_app(django_app: DjangoASGI) -> PlatformApp:
-    """Django's ASGI app with the Atlas MCP server in front of it."""
-    return PlatformApp(django_app, McpEndpoint(build_server()))
+def platform_app(django_app: DjangoASGI, extra_tools: ExtraTools = ()) -> PlatformApp:
+    """Django's ASGI app with the Atlas MCP server (memory's tools and ``extra_tools``) in
+    front of it."""
+    return PlatformApp(django_app, McpEndpoint(build_server(extra_tools)))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -37,14 +39,22 @@ _HINTS = {
 }
 
 
-def build_server() -> MCPServer:
-    """A server with the five memory tools; descriptions come from the tools' docstrings."""
+# An app above memory offers its own tools (e.g. agents: tasks, messages, sessions): each a
+# function following tools.py's conventions, with its annotations. The composition root
+# (atlas_server/asgi.py) passes them in; memory never imports those apps.
+ExtraTools = Sequence[tuple[Callable[..., Awaitable[Any]], ToolAnnotations]]
+
+
+def build_server(extra: ExtraTools = ()) -> MCPServer:
+    """A server with the memory tools and any ``extra`` ones; descriptions come from the
+    tools' docstrings."""
     server: MCPServer = MCPServer("atlas", instructions=INSTRUCTIONS)
-    for fn in tools.TOOLS:
+    offered = [*((fn, _HINTS[fn.__name__]) for fn in tools.TOOLS), *extra]
+    for fn, hints in offered:
         server.add_tool(
             fn,
             description=inspect.cleandoc(fn.__doc__ or ""),
-            annotations=_HINTS[fn.__name__],
+            annotations=hints,
             structured_output=False,
         )
     return server

@@ -13,6 +13,16 @@ from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pair
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOL_NAMES = {"recall_memory", "write_memory", "forget_memory", "record_turn", "memory_history"}
+# The agents app's tools, which the composition root adds to the same server.
+AGENT_TOOL_NAMES = {
+    "create_task",
+    "update_task",
+    "list_tasks",
+    "send_message",
+    "read_inbox",
+    "ack_message",
+    "session_history",
+}
 
 
 def _own(atlas_server: str) -> str:
@@ -29,7 +39,7 @@ def test_it_lists_the_memory_tools_with_described_schemas(
             return (await session.list_tools()).tools
 
     tools = run(scenario)
-    assert {t.name for t in tools} == TOOL_NAMES
+    assert {t.name for t in tools} == TOOL_NAMES | AGENT_TOOL_NAMES
     for tool in tools:
         assert tool.description and len(tool.description) > 40, tool.name
         for name, prop in tool.input_schema["properties"].items():

@@ -1,0 +1,214 @@
+"""Agents in the admin: agents and machines with presence, sessions, tasks with their
+transitions, messages, projects. Tenant-scoped through ``ScopedModelAdmin``; read-only pages
+(auditors read, never act); one action, for tenant admins: issue a token bound to an agent.
+The tenant dashboard gains the agent activity panel (registered in ``AgentsConfig.ready``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from agents.models import Agent, Machine, Message, Presence, Project, Session, Task, TaskTransition
+from agents.selectors import tenant_activity
+from agents.services.agents import agent_token_issue
+from atlas_platform.exceptions import AtlasError
+from tenants.admin import charts
+from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
+from tenants.admin.dashboard import Panel, render_panel
+from tenants.admin.site import site
+from tenants.models import Tenant
+from tenants.scoping import request_scope
+
+
+class ScopedInline(ReadOnlyInline):
+    """Rows of an object whose page the operator already reached through its scoped admin."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request_scope(request) is not None
+
+
+class PresenceInline(ScopedInline):
+    model = Presence
+    fields = ("machine", "agent", "last_heartbeat_at", "heartbeats", "status", "session", "task")
+    readonly_fields = fields
+
+    @admin.display(description="status")
+    def status(self, presence: Presence) -> str:
+        return presence.status()
+
+
+class AgentPresenceInline(PresenceInline):
+    fk_name = "agent"
+
+
+class MachinePresenceInline(PresenceInline):
+    fk_name = "machine"
+
+
+@admin.register(Agent, site=site)
+class AgentAdmin(ScopedModelAdmin):
+    tenant_path = "user__tenant"
+    list_display = ["slug", "user", "display_name", "created_at"]
+    list_select_related = ["user__tenant"]
+    list_filter = [("user__tenant", admin.RelatedOnlyFieldListFilter)]
+    search_fields = ["slug", "user__external_id"]
+    fields = ("user", "slug", "display_name", "created_at")
+    readonly_fields = fields
+    inlines = [AgentPresenceInline]
+    actions = ["issue_token"]
+
+    @admin.action(description="Issue a token bound to the selected agent", permissions=["act"])
+    def issue_token(self, request: HttpRequest, queryset: QuerySet[Agent]) -> HttpResponse | None:
+        agents = list(queryset.select_related("user__tenant")[:2])
+        if len(agents) != 1:
+            self.message_user(request, "Select exactly one agent.", messages.ERROR)
+            return None
+        agent = agents[0]
+        try:
+            issued = agent_token_issue(agent=agent, name=f"{agent.slug} ({agent.user.external_id})")
+        except AtlasError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Token issued",
+            "opts": self.opts,
+            "token": issued.token,
+            "secret": issued.secret,
+        }
+        response = TemplateResponse(request, "admin/atlas/token_issued.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+@admin.register(Machine, site=site)
+class MachineAdmin(ScopedModelAdmin):
+    tenant_path = "user__tenant"
+    list_display = ["key", "label", "user", "os", "client_version", "last_seen_at"]
+    list_select_related = ["user__tenant"]
+    search_fields = ["key", "label", "user__external_id"]
+    fields = ("user", "key", "label", "os", "client_version", "first_seen_at", "last_seen_at")
+    readonly_fields = fields
+    inlines = [MachinePresenceInline]
+    actions = None
+
+
+@admin.register(Project, site=site)
+class ProjectAdmin(ScopedModelAdmin):
+    tenant_path = "user__tenant"
+    list_display = ["name", "user", "remote", "team_visible", "created_at"]
+    list_select_related = ["user__tenant"]
+    list_filter = ["team_visible"]
+    search_fields = ["name", "remote", "key"]
+    fields = ("user", "name", "key", "remote", "team_visible", "created_at")
+    readonly_fields = fields
+    actions = None
+
+
+@admin.register(Session, site=site)
+class SessionAdmin(ScopedModelAdmin):
+    tenant_path = "agent__user__tenant"
+    list_display = ["external_id", "agent", "project", "started_at", "ended_at", "turns", "writes"]
+    list_select_related = ["agent__user__tenant", "project"]
+    list_filter = ["end_reason"]
+    search_fields = ["external_id", "agent__slug", "agent__user__external_id"]
+    fields = (
+        "agent",
+        "external_id",
+        "project",
+        "machine",
+        "started_at",
+        "last_activity_at",
+        "ended_at",
+        "end_reason",
+        "turns",
+        "writes",
+        "files_touched",
+        "summary_memory_id",
+    )
+    readonly_fields = fields
+    actions = None
+
+
+class TransitionInline(ScopedInline):
+    model = TaskTransition
+    fields = ("created_at", "agent", "from_state", "to_state", "expected_version", "result")
+    readonly_fields = fields
+
+
+@admin.register(Task, site=site)
+class TaskAdmin(ScopedModelAdmin):
+    tenant_path = "user__tenant"
+    list_display = ["id", "title", "user", "agent", "state", "version", "priority", "updated_at"]
+    list_select_related = ["user__tenant", "agent"]
+    list_filter = ["state", "priority"]
+    search_fields = ["title", "user__external_id"]
+    fields = (
+        "user",
+        "agent",
+        "project",
+        "parent",
+        "title",
+        "description",
+        "priority",
+        "tags",
+        "state",
+        "version",
+        "outcome",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    inlines = [TransitionInline]
+    actions = None
+
+
+@admin.register(Message, site=site)
+class MessageAdmin(ScopedModelAdmin):
+    tenant_path = "sender__user__tenant"
+    list_display = ["id", "sender", "recipient", "kind", "priority", "subject", "created_at"]
+    list_select_related = ["sender__user__tenant", "recipient__user"]
+    list_filter = ["kind", "priority"]
+    search_fields = ["subject", "sender__slug", "recipient__slug"]
+    fields = (
+        "sender",
+        "recipient",
+        "kind",
+        "priority",
+        "subject",
+        "body",
+        "tags",
+        "thread",
+        "reply_to",
+        "created_at",
+        "acknowledged_at",
+    )
+    readonly_fields = fields
+    actions = None
+
+
+DAYS = 14
+
+
+def activity_panel(request: HttpRequest, tenant: Tenant) -> Panel | None:
+    """The tenant dashboard's agent activity: active agents, sessions per day, tasks by
+    state (hidden while the tenant has no agents)."""
+    activity = tenant_activity(tenant=tenant, days=DAYS)
+    if not activity.agents:
+        return None
+    days = activity.sessions_per_day
+    sessions = charts.stacked_bars(
+        "Agent sessions per day",
+        [f"{d:%d %b}" for d, _ in days],
+        {"sessions": [n for _, n in days]},
+    )
+    states = activity.tasks_by_state
+    tasks = charts.stacked_bars("Tasks by state", list(states), {"tasks": list(states.values())})
+    body = render_panel(
+        "agents.html", activity=activity, sessions_chart=sessions, tasks_chart=tasks
+    )
+    return Panel("agents", f"Agent activity (last {DAYS} days)", body)

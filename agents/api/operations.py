@@ -1,0 +1,156 @@
+"""The operations the batch endpoint replays: each kind's input shape, the one service it calls
+and its output shape. Liveness (heartbeats) is not replayable: an old heartbeat says nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from agents.api import serializers as s
+from agents.models import Agent
+from agents.services.messages import message_ack, message_reply, message_send
+from agents.services.notes import agent_memory_write
+from agents.services.operations import Operation, payload_hash
+from agents.services.projects import project_register
+from agents.services.sessions import session_end, session_start, session_touch
+from agents.services.tasks import task_create, task_transition
+from atlas_platform.exceptions import ValidationError
+
+Run = Callable[[Agent, dict[str, Any]], dict[str, Any]]
+
+
+class SessionTouchOp(s.SessionTouchIn):
+    session_id = s._id("The agent's session id.")
+
+
+class SessionEndOp(s.SessionEndIn):
+    session_id = s._id("The agent's session id.")
+
+
+class TransitionOp(s.TransitionIn):
+    task_id = s._pk("The task.")
+
+
+class MessageRefOp(s.Input):
+    message_id = s._pk("A message of the agent's inbox.")
+
+
+class ReplyOp(s.ReplyIn):
+    message_id = s._pk("A message of the agent's inbox.")
+
+
+def _out(shape: type[serializers.Serializer[Any]], value: Any) -> dict[str, Any]:
+    return dict(shape(value).data)
+
+
+def _session_end(agent: Agent, a: dict[str, Any]) -> dict[str, Any]:
+    return _out(s.SessionOut, session_end(agent=agent, **a))
+
+
+def _transition(agent: Agent, a: dict[str, Any]) -> dict[str, Any]:
+    task = task_transition(user=agent.user, agent=agent, **a)
+    return _out(s.TaskOut, task)
+
+
+@dataclass(frozen=True)
+class Kind:
+    shape: type[serializers.Serializer[Any]]
+    run: Run
+    touches_store: Callable[[dict[str, Any]], bool] = lambda args: False
+
+
+KINDS: dict[str, Kind] = {
+    "session.start": Kind(
+        s.SessionStartIn, lambda ag, a: _out(s.SessionOut, session_start(agent=ag, **a).session)
+    ),
+    "session.touch": Kind(
+        SessionTouchOp, lambda ag, a: _out(s.SessionOut, session_touch(agent=ag, **a))
+    ),
+    "session.end": Kind(SessionEndOp, _session_end, lambda a: bool(a.get("summary"))),
+    "task.create": Kind(
+        s.TaskIn, lambda ag, a: _out(s.TaskOut, task_create(user=ag.user, agent=ag, **a))
+    ),
+    "task.transition": Kind(TransitionOp, _transition),
+    "message.send": Kind(
+        s.MessageIn, lambda ag, a: _out(s.MessageOut, message_send(sender=ag, **a))
+    ),
+    "message.ack": Kind(MessageRefOp, lambda ag, a: _out(s.MessageOut, message_ack(agent=ag, **a))),
+    "message.reply": Kind(ReplyOp, lambda ag, a: _out(s.MessageOut, message_reply(agent=ag, **a))),
+    "project.register": Kind(
+        s.ProjectIn,
+        lambda ag, a: _out(s.ProjectOut, project_register(user=ag.user, **a).project),
+    ),
+    "memory.write": Kind(
+        s.MemoryNoteIn,
+        lambda ag, a: _out(s.MemoryRefOut, agent_memory_write(agent=ag, **a)),
+        lambda a: True,
+    ),
+}
+
+
+class OperationIn(s.Input):
+    id = s._id("The client's operation id (unique per user; a UUID is a good choice).")
+    op = serializers.ChoiceField(choices=sorted(KINDS), help_text="What to apply.")
+    args = serializers.DictField(
+        required=False, default=dict, help_text="The operation's fields (as its single endpoint)."
+    )
+
+
+class BatchIn(s.Input):
+    operations = OperationIn(
+        many=True,
+        help_text="At most ATLAS_OPERATION_BATCH_MAX (100) operations, applied in order.",
+    )
+
+    def validate_operations(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        limit = settings.ATLAS_OPERATION_BATCH_MAX
+        if not value or len(value) > limit:
+            raise serializers.ValidationError(f"Send 1 to {limit} operations.")
+        return value
+
+
+class OutcomeOut(serializers.Serializer[Any]):
+    id = serializers.CharField(help_text="The operation id.")
+    status = serializers.ChoiceField(
+        choices=["applied", "duplicate", "conflict", "rejected", "retry"],
+        help_text=(
+            "applied | duplicate (the first result again) | conflict (409, server state in "
+            "error.details) | rejected (4xx, e.g. 422: the id was used for another payload) | "
+            "retry (503: store unavailable, nothing recorded; send it again)."
+        ),
+    )
+    status_code = serializers.IntegerField(help_text="The HTTP status it would have had alone.")
+    result = serializers.DictField(allow_null=True, help_text="What was applied (its shape).")
+    error = serializers.DictField(allow_null=True, help_text="{code, message, details?}.")
+
+
+class BatchOut(serializers.Serializer[Any]):
+    results = OutcomeOut(many=True, help_text="One answer per operation, in order.")
+
+
+def parse_operation(agent: Agent, item: dict[str, Any], *, status_code: int = 200) -> Operation:
+    """An ``Operation`` whose ``run`` calls the kind's service; args that do not parse make
+    it ``invalid`` (answered on its own, the rest of the batch goes on). ``status_code``: what
+    a success answers (a single endpoint's 201)."""
+    kind = KINDS[item["op"]]
+    raw = item["args"]
+    fingerprint = payload_hash(item["op"], raw)
+    shape = kind.shape(data=raw)
+    if not shape.is_valid():
+        invalid = ValidationError("The operation's args are not valid.", fields=shape.errors)
+        return Operation(
+            item["id"], item["op"], fingerprint, lambda: {}, status_code, invalid=invalid
+        )
+    args = dict(shape.validated_data)
+    return Operation(
+        id=item["id"],
+        kind=item["op"],
+        request_hash=fingerprint,
+        run=lambda: kind.run(agent, args),
+        status_code=status_code,
+        touches_store=kind.touches_store(args),
+    )

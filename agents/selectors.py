@@ -1,0 +1,192 @@
+"""Reads of the agents domain, with the isolation rules in one place: a user's rows are read
+through that user only (another user's or tenant's ids are "not found", never "forbidden"),
+an inbox by its agent only, and a team-visible project by its own tenant only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from agents.models import Agent, Message, Presence, Project, Session, Task
+from atlas_platform.exceptions import NotFound, PermissionDenied
+from tenants.models import PlatformToken, Tenant, User
+
+OPEN_STATES = (Task.State.IN_PROGRESS, Task.State.BLOCKED, Task.State.SUSPENDED)
+
+
+# --- agents -------------------------------------------------------------------------------
+def agent_for_token(*, token: PlatformToken, user: User) -> Agent:
+    """The agent a request acts as: the one its token is bound to (never a body's claim).
+    A token bound to no agent may read the user's records but not act as an agent."""
+    if not token.agent_slug or token.user_id != user.pk:
+        raise PermissionDenied(
+            "This token is not bound to an agent; issue one for the agent.",
+            code="token_not_bound_to_agent",
+        )
+    agent = Agent.objects.filter(user=user, slug=token.agent_slug).first()
+    if agent is None:
+        raise NotFound(f"No agent {token.agent_slug!r} for this user.", code="agent_not_found")
+    agent.user = user
+    return agent
+
+
+def agent_list(*, user: User) -> QuerySet[Agent]:
+    return Agent.objects.filter(user=user).order_by("slug")
+
+
+def presence_list(*, user: User) -> QuerySet[Presence]:
+    """Every presence row of the user's agents (one per agent and machine)."""
+    return (
+        Presence.objects.filter(agent__user=user)
+        .select_related("agent", "machine", "session")
+        .order_by("agent__slug", "machine__key")
+    )
+
+
+# --- projects -----------------------------------------------------------------------------
+def project_get(*, user: User, key: str) -> Project:
+    """The user's own project with this key, else a team-visible one of the user's tenant."""
+    found = Project.objects.filter(key=key, user=user).first() or (
+        Project.objects.filter(key=key, team_visible=True, user__tenant_id=user.tenant_id)
+        .order_by("id")
+        .first()
+    )
+    if found is None:
+        raise NotFound(f"No project {key!r} for this user.", code="project_not_found")
+    return found
+
+
+def own_project(*, user: User, key: str) -> Project:
+    project = Project.objects.filter(key=key, user=user).first()
+    if project is None:
+        raise NotFound(f"No project {key!r} for this user.", code="project_not_found")
+    return project
+
+
+def project_list(*, user: User, include_team: bool = False) -> QuerySet[Project]:
+    """The user's projects, and with ``include_team`` the tenant's team-visible ones."""
+    rule = Q(user=user)
+    if include_team:
+        rule |= Q(team_visible=True, user__tenant_id=user.tenant_id)
+    return Project.objects.filter(rule).select_related("user").order_by("name", "id")
+
+
+# --- sessions -----------------------------------------------------------------------------
+def session_get(*, agent: Agent, session_id: str) -> Session:
+    session = Session.objects.filter(agent=agent, external_id=session_id).first()
+    if session is None:
+        raise NotFound(f"No session {session_id!r} of this agent.", code="session_not_found")
+    return session
+
+
+def session_list(
+    *, user: User, agent_slug: str | None = None, open_only: bool = False, limit: int = 50
+) -> list[Session]:
+    sessions = Session.objects.filter(agent__user=user).select_related("agent", "project")
+    if agent_slug:
+        sessions = sessions.filter(agent__slug=agent_slug)
+    if open_only:
+        sessions = sessions.filter(ended_at__isnull=True)
+    return list(sessions.order_by("-started_at", "-id")[:limit])
+
+
+# --- tasks --------------------------------------------------------------------------------
+def task_get(*, user: User, task_id: int) -> Task:
+    task = Task.objects.filter(user=user, pk=task_id).select_related("agent", "project").first()
+    if task is None:
+        raise NotFound(f"No task {task_id} for this user.", code="task_not_found")
+    return task
+
+
+def task_list(
+    *,
+    user: User,
+    state: str | None = None,
+    project_key: str | None = None,
+    limit: int = 50,
+) -> list[Task]:
+    tasks = Task.objects.filter(user=user).select_related("agent", "project")
+    if state:
+        tasks = tasks.filter(state=state)
+    if project_key:
+        tasks = tasks.filter(project__key=project_key)
+    return list(tasks.order_by("-updated_at", "-id")[:limit])
+
+
+def task_current(*, agent: Agent) -> list[Task]:
+    """The agent's open tasks (in progress, blocked, suspended), most recently changed first."""
+    tasks = Task.objects.filter(agent=agent, state__in=OPEN_STATES)
+    return list(tasks.select_related("agent", "project").order_by("-updated_at", "-id"))
+
+
+# --- messages -----------------------------------------------------------------------------
+def inbox(*, agent: Agent, unread_only: bool = False, limit: int = 50) -> list[Message]:
+    """The agent's received messages, newest first; ``unread_only``: not yet acknowledged."""
+    messages = Message.objects.filter(recipient=agent).select_related(
+        "sender__user", "recipient__user"
+    )
+    if unread_only:
+        messages = messages.filter(acknowledged_at__isnull=True)
+    return list(messages.order_by("-created_at", "-id")[:limit])
+
+
+def inbox_message(*, agent: Agent, message_id: int) -> Message:
+    """A message of the agent's inbox (anyone else's is "not found")."""
+    message = (
+        Message.objects.filter(recipient=agent, pk=message_id)
+        .select_related("sender__user", "recipient__user")
+        .first()
+    )
+    if message is None:
+        raise NotFound(f"No message {message_id} in this agent's inbox.", code="message_not_found")
+    return message
+
+
+# --- the tenant dashboard -----------------------------------------------------------------
+@dataclass(frozen=True)
+class AgentActivity:
+    """A tenant's agent activity, for the dashboard."""
+
+    agents: int
+    active_agents: int
+    sessions_per_day: list[tuple[date, int]]
+    tasks_by_state: dict[str, int]
+
+
+def tenant_activity(*, tenant: Tenant, days: int = 14) -> AgentActivity:
+    """Agents of the tenant, those active now, sessions started per day (UTC), tasks by
+    state. Four queries."""
+    moment = timezone.now()
+    presence = Presence.objects.filter(agent__user__tenant=tenant).select_related(None)
+    active = {
+        p.agent_id
+        for p in presence.only("agent_id", "session_id", "last_heartbeat_at")
+        if p.status(moment) == "active"
+    }
+    first = (moment - timedelta(days=days - 1)).date()
+    start = datetime.combine(first, time.min, tzinfo=UTC)
+    per_day = dict(
+        Session.objects.filter(agent__user__tenant=tenant, started_at__gte=start)
+        .annotate(day=TruncDate("started_at", tzinfo=UTC))
+        .values("day")
+        .annotate(n=Count("id"))
+        .values_list("day", "n")
+    )
+    by_state = dict(
+        Task.objects.filter(user__tenant=tenant)
+        .values("state")
+        .annotate(n=Count("id"))
+        .values_list("state", "n")
+    )
+    return AgentActivity(
+        agents=Agent.objects.filter(user__tenant=tenant).count(),
+        active_agents=len(active),
+        sessions_per_day=[
+            (day, per_day.get(day, 0)) for day in (first + timedelta(days=n) for n in range(days))
+        ],
+        tasks_by_state={state: by_state.get(state, 0) for state in Task.State.values},
+    )

@@ -1,0 +1,1 @@
+"""The agents app's state changes: one module per entity, ``<entity>_<action>(*, ...)``."""

@@ -1,0 +1,47 @@
+"""Memories an agent writes: Atlas semantic facts (a decision, a note) carrying the agent,
+project and session, so recall, supersession, decay, forget and erasure work unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.models import F
+
+from agents.models import Agent, Session
+from agents.selectors import own_project, session_get
+from agents.services.common import clean_tags
+from memory.services.writes import memory_write
+from memory.types import MemoryDoc
+
+
+def agent_memory_write(
+    *,
+    agent: Agent,
+    text: str,
+    fact_type: str | None = None,
+    tags: Sequence[str] = (),
+    project_key: str | None = None,
+    session_id: str | None = None,
+) -> MemoryDoc:
+    """Write a semantic fact as the agent (``metadata``: agent, project, session; tags carry
+    ``agent:<slug>``); a session's write counter goes up by one."""
+    user = agent.user
+    project = own_project(user=user, key=project_key) if project_key else None
+    session = session_get(agent=agent, session_id=session_id) if session_id else None
+    metadata = {
+        "agent": agent.slug,
+        "project": project.key if project else None,
+        "session": session.external_id if session else None,
+    }
+    doc = memory_write(
+        user=user,
+        text=text,
+        memory_type="semantic",
+        fact_type=fact_type,
+        tags=[*clean_tags(tags), f"agent:{agent.slug}"],
+        metadata=metadata,
+        source="agent",
+    )
+    if session is not None:
+        Session.objects.filter(pk=session.pk).update(writes=F("writes") + 1)
+    return doc

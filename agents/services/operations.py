@@ -1,0 +1,191 @@
+"""Exactly-once replay of offline work: a batch of client operations, each applied in its own
+transaction and answered on its own.
+
+Per operation: ``applied`` (its result), ``duplicate`` (the same id and payload again, within
+``ATLAS_OPERATION_TTL_DAYS``: the first result, nothing applied), ``conflict`` (409, the
+server's state), ``rejected`` (4xx: invalid, not found, or the same id with another payload,
+422), ``retry`` (503: the store is unavailable, nothing recorded; send it again later).
+
+Operations on rows only are claimed and applied in one transaction, so a claim exists exactly
+when the work committed. An operation that writes to the memory store cannot be (the store is
+never called inside a transaction): it is claimed first (``pending``, committed), applied, then
+marked done; a duplicate that meets a pending claim is answered ``retry``, and a claim left
+pending longer than ``PENDING_TAKEOVER`` by a dead process may be taken over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from agents.models import AppliedOperation
+from agents.services.common import now
+from atlas_platform.exceptions import AtlasError, Unavailable
+from tenants.models import User
+
+Status = Literal["applied", "duplicate", "conflict", "rejected", "retry"]
+PENDING_TAKEOVER = timedelta(minutes=5)
+
+
+class OperationIdReused(AtlasError):
+    status_code = 422
+    code = "operation_id_reused"
+
+
+class OperationBatchTooLarge(AtlasError):
+    status_code = 400
+    code = "batch_too_large"
+
+
+def payload_hash(kind: str, payload: Any) -> str:
+    """The fingerprint of an operation: its kind and its payload, canonically encoded."""
+    canonical = json.dumps([kind, payload], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One parsed operation: ``run`` applies it and returns its JSON result. ``invalid``: its
+    payload did not parse (answered ``rejected`` unless the id was applied before)."""
+
+    id: str
+    kind: str
+    request_hash: str
+    run: Callable[[], dict[str, Any]]
+    status_code: int = 200
+    touches_store: bool = False
+    invalid: AtlasError | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    status: Status
+    status_code: int
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = field(default=None)
+
+
+def _error(exc: AtlasError) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.details:
+        body["details"] = exc.details
+    return body
+
+
+def _refused(op: Operation, exc: AtlasError) -> Outcome:
+    if isinstance(exc, Unavailable):
+        return Outcome(op.id, "retry", exc.status_code, error=_error(exc))
+    status: Status = "conflict" if exc.status_code == 409 else "rejected"
+    return Outcome(op.id, status, exc.status_code, error=_error(exc))
+
+
+def operations_apply(*, user: User, operations: Sequence[Operation]) -> list[Outcome]:
+    """Apply the operations in order, each in its own transaction, each answered alone: one
+    that fails never undoes or blocks the others."""
+    if len(operations) > settings.ATLAS_OPERATION_BATCH_MAX:
+        raise OperationBatchTooLarge(
+            f"A batch holds at most {settings.ATLAS_OPERATION_BATCH_MAX} operations."
+        )
+    return [_apply_one(user, op) for op in operations]
+
+
+def _apply_one(user: User, op: Operation) -> Outcome:
+    try:
+        known = _known(user, op)
+        if known is not None:
+            return known
+        if op.invalid is not None:
+            raise op.invalid
+        if op.touches_store:
+            return _apply_with_store(user, op)
+        return _apply_rows(user, op)
+    except AtlasError as exc:
+        return _refused(op, exc)
+
+
+def _known(user: User, op: Operation) -> Outcome | None:
+    """The answer for an id seen before (duplicate, 422, or still being applied), else None.
+    A record past its retention no longer counts: it is removed and the id is new again."""
+    record = AppliedOperation.objects.filter(user=user, operation_id=op.id).first()
+    if record is None:
+        return None
+    moment = now()
+    expired = record.created_at <= moment - timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS)
+    stuck = record.state == AppliedOperation.State.PENDING and (
+        record.created_at <= moment - PENDING_TAKEOVER
+    )
+    if expired or stuck:
+        AppliedOperation.objects.filter(pk=record.pk, created_at=record.created_at).delete()
+        return None
+    if record.request_hash != op.request_hash:
+        raise OperationIdReused(
+            f"Operation id {op.id!r} was used for another operation (kind {record.kind}).",
+            operation_id=op.id,
+        )
+    if record.state == AppliedOperation.State.PENDING:
+        raise Unavailable("This operation is still being applied; retry it.", code="in_progress")
+    return Outcome(op.id, "duplicate", record.status_code, result=record.result)
+
+
+def _claim(user: User, op: Operation) -> AppliedOperation:
+    return AppliedOperation.objects.create(
+        user=user,
+        operation_id=op.id,
+        kind=op.kind,
+        request_hash=op.request_hash,
+        status_code=op.status_code,
+        created_at=now(),
+    )
+
+
+def _apply_rows(user: User, op: Operation) -> Outcome:
+    """Claim and work in one transaction. The services keep their own changes in their own
+    (nested) atomic blocks, so a refusal leaves what it records on purpose (a refused task
+    transition) and nothing else; the claim is then dropped."""
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                record = _claim(user, op)
+        except IntegrityError:  # the same id, applied concurrently: answer as a replay
+            return _known(user, op) or Outcome(op.id, "retry", 503)
+        try:
+            result = op.run()
+        except AtlasError as exc:
+            record.delete()
+            return _refused(op, exc)
+        record.state = AppliedOperation.State.DONE
+        record.result = result
+        record.save(update_fields=["state", "result"])
+    return Outcome(op.id, "applied", op.status_code, result=result)
+
+
+def _apply_with_store(user: User, op: Operation) -> Outcome:
+    try:
+        record = _claim(user, op)
+    except IntegrityError:
+        return _known(user, op) or Outcome(op.id, "retry", 503)
+    try:
+        result = op.run()
+    except BaseException as exc:
+        record.delete()  # nothing was written (the memory services undo a half write)
+        if isinstance(exc, AtlasError):
+            return _refused(op, exc)
+        raise
+    record.state = AppliedOperation.State.DONE
+    record.result = result
+    record.save(update_fields=["state", "result"])
+    return Outcome(op.id, "applied", op.status_code, result=result)
+
+
+def operations_purge() -> int:
+    """Drop applied operations past ``ATLAS_OPERATION_TTL_DAYS`` (the beat task)."""
+    cutoff = now() - timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS)
+    return AppliedOperation.objects.filter(created_at__lt=cutoff).delete()[0]
