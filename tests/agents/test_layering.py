@@ -17,7 +17,7 @@ from tests.test_import_contracts import lint_imports, probe, tree  # noqa: F401 
         ("erasure.probe", "import agents.services.purge", "Apps import only downwards"),
         ("agents.probe", "import erasure.models", "Apps import only downwards"),
         ("agents.probe", "import memory.engine.registry", "reach the engine"),
-        ("agents.probe", "import memory.scoping", "memory's public API only"),
+        ("agents.probe", "import memory.services.scoping", "memory's public API only"),
         ("agents.probe", "import memory.mcp.server", "memory's public API only"),
     ],
 )
