@@ -16,8 +16,6 @@ their ``HINTS`` to ``memory.mcp.app.platform_app(..., extra_tools=...)`` (atlas_
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
@@ -28,57 +26,34 @@ from agents.models import Agent
 from agents.selectors import agent_for_token, inbox, session_list, task_current, task_list
 from agents.services.messages import message_ack, message_send
 from agents.services.tasks import task_create, task_transition
-from atlas_platform.context import acting_as, request_id
-from atlas_platform.exceptions import AtlasError
-from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
-from memory.mcp.results import failure, success
+from memory.mcp.calls import call as memory_call
+from memory.mcp.calls import identity_of
 from tenants.models import User
-
-
-def identity_of(ctx: Context) -> McpIdentity:
-    """The identity the MCP app's bearer authentication attached to this HTTP request."""
-    request = ctx.request_context.request
-    identity = getattr(request, "scope", {}).get(IDENTITY_SCOPE_KEY)
-    if not isinstance(identity, McpIdentity):  # only reachable if the app is mis-wired
-        raise RuntimeError("MCP request reached a tool without authentication.")
-    return identity
-
-
-def _run(identity: McpIdentity, fn: Callable[[Any], Any], acting: bool) -> Any:
-    close_old_connections()
-    try:
-        subject = agent_for_token(token=identity.token, user=identity.user) if acting else None
-        return fn(subject or identity.user)
-    finally:
-        close_old_connections()
-
-
-async def _call(
-    ctx: Context, fn: Callable[[Any], Any], shape: Callable[[Any], dict[str, Any]], acting: bool
-) -> CallToolResult:
-    identity = identity_of(ctx)
-    run = sync_to_async(_run, thread_sensitive=False)
-    try:
-        with acting_as(identity.actor), request_id(identity.request_id):
-            result = await run(identity, fn, acting)
-    except AtlasError as exc:
-        return failure(exc)
-    return success(shape(result))
 
 
 async def call(
     ctx: Context, fn: Callable[[Agent], Any], shape: Callable[[Any], dict[str, Any]]
 ) -> CallToolResult:
-    """Run ``fn(agent)`` in a worker thread as the token's actor: ``agent`` is the token's
-    agent (a token bound to none gets a tool error); domain errors become tool errors."""
-    return await _call(ctx, fn, shape, acting=True)
+    """Run ``fn(agent)`` through memory's MCP call (worker thread, the token's actor, domain
+    errors as tool errors): ``agent`` is the token's agent (a token bound to none gets a tool
+    error)."""
+    token = identity_of(ctx).token
+
+    def as_agent(*, user: User) -> Any:
+        return fn(agent_for_token(token=token, user=user))
+
+    return await memory_call(ctx, as_agent, shape)
 
 
 async def call_for_user(
     ctx: Context, fn: Callable[[User], Any], shape: Callable[[Any], dict[str, Any]]
 ) -> CallToolResult:
     """``call`` for reads of the user's records, which any token of the user may make."""
-    return await _call(ctx, fn, shape, acting=False)
+
+    def as_user(*, user: User) -> Any:
+        return fn(user)
+
+    return await memory_call(ctx, as_user, shape)
 
 
 def _one(shape: type[serializers.Serializer[Any]], key: str) -> Callable[[Any], dict[str, Any]]:

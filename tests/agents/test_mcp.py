@@ -143,3 +143,21 @@ def test_no_tool_reaches_another_users_or_tenants_rows(alice, bob, charlie):
     assert tool(charlie_ctx, "read_inbox", unread_only=False)["messages"] == []
     assert Task.objects.get(pk=bobs_task.pk).state == "created"
     assert Message.objects.get(pk=to_bob.pk).acknowledged_at is None
+
+
+def test_an_unexpected_error_is_a_tool_error_without_its_text(alice, monkeypatch):
+    ctx = bound(register(alice))
+
+    def broken(**kwargs: Any) -> Any:
+        raise RuntimeError("secret-internal-detail")
+
+    monkeypatch.setattr(agent_tools, "task_create", broken)
+    result: Any = asyncio.run(
+        server().call_tool("create_task", {"title": "t"}, context=ctx)  # type: ignore[arg-type]
+    )
+
+    assert result.is_error
+    assert result.structured_content["error"]["code"] == "internal_error"
+    assert "secret-internal-detail" not in json.dumps(result.structured_content)
+    assert "secret-internal-detail" not in result.content[0].text
+    assert not Task.objects.exists()

@@ -1,0 +1,61 @@
+"""How an MCP tool calls a service: for the request's user, in a worker thread, as the token's
+actor, with domain errors as tool errors. memory's tools and the tools other apps add to the
+server (agents) all go through ``call``."""
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
+
+from atlas_platform.context import acting_as, request_id
+from atlas_platform.exceptions import AtlasError
+from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
+from memory.mcp.results import failure, internal_failure, success
+
+logger = logging.getLogger(__name__)
+
+
+def identity_of(ctx: Context) -> McpIdentity:
+    """The identity ``BearerAuth`` attached to this HTTP request."""
+    request = ctx.request_context.request
+    identity = getattr(request, "scope", {}).get(IDENTITY_SCOPE_KEY)
+    if not isinstance(identity, McpIdentity):  # only reachable if the app is mis-wired
+        raise RuntimeError("MCP request reached a tool without authentication.")
+    return identity
+
+
+def _in_request(service: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Run a service the way Django runs a request: fresh or healthy DB connections."""
+    close_old_connections()
+    try:
+        return service(**kwargs)
+    finally:
+        close_old_connections()
+
+
+async def call(
+    ctx: Context, service: Callable[..., Any], shape: Callable[[Any], dict[str, Any]], **kwargs: Any
+) -> CallToolResult:
+    """Call ``service`` for the request's user in a worker thread, as the token's actor;
+    domain errors come back as tool errors.
+
+    Not ``thread_sensitive``: outside Django's own request handling that would run every tool
+    call of the process on one shared thread, one after the other. A service holds no state in
+    its thread between calls (``_in_request`` gives it a healthy connection and closes it), so
+    concurrent calls may run in parallel, as Django's requests do."""
+    identity = identity_of(ctx)
+    run = sync_to_async(_in_request, thread_sensitive=False)
+    with acting_as(identity.actor), request_id(identity.request_id):
+        try:
+            result = await run(service, {"user": identity.user, **kwargs})
+        except AtlasError as exc:
+            return failure(exc)
+        except Exception:
+            # The traceback goes to the log; the model sees a fixed sentence and the request id.
+            logger.exception("MCP tool %s failed", getattr(service, "__name__", service))
+            return internal_failure()
+        return success(shape(result))
