@@ -10,7 +10,6 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
 
 from agents.models import Agent, Machine, Message, Presence, Project, Session, Task, TaskTransition
 from agents.selectors import tenant_activity
@@ -20,6 +19,7 @@ from tenants.admin import charts
 from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
 from tenants.admin.dashboard import Panel, render_panel
 from tenants.admin.site import site
+from tenants.admin.tokens import token_issued_page
 from tenants.models import Tenant
 from tenants.scoping import request_scope
 
@@ -73,16 +73,7 @@ class AgentAdmin(ScopedModelAdmin):
         except AtlasError as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Token issued",
-            "opts": self.opts,
-            "token": issued.token,
-            "secret": issued.secret,
-        }
-        response = TemplateResponse(request, "admin/atlas/token_issued.html", context)
-        response["Cache-Control"] = "no-store"
-        return response
+        return token_issued_page(self, request, issued)
 
 
 @admin.register(Machine, site=site)

@@ -15,8 +15,26 @@ from tenants.admin.forms import OperatorAddForm, TokenIssueForm
 from tenants.admin.site import site
 from tenants.models import Operator, PlatformToken, ScopedKey
 from tenants.services.scoped_keys import scoped_key_invalidate
-from tenants.services.tokens import token_issue, token_revoke
+from tenants.services.tokens import IssuedToken, token_issue, token_revoke
 from tenants.services.users import operator_create
+
+
+def token_issued_page(
+    model_admin: admin.ModelAdmin,  # type: ignore[type-arg]
+    request: HttpRequest,
+    issued: IssuedToken,
+) -> HttpResponse:
+    """The one page that shows a new token's secret: once, never cached."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": "Token issued",
+        "opts": model_admin.opts,
+        "token": issued.token,
+        "secret": issued.secret,
+    }
+    response = TemplateResponse(request, "admin/atlas/token_issued.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @admin.register(PlatformToken, site=site)
@@ -64,16 +82,7 @@ class PlatformTokenAdmin(ScopedModelAdmin):
             expires_at=data["expires_at"],
             allow_catalog=data["allow_catalog"],
         )
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Token issued",
-            "opts": self.opts,
-            "token": issued.token,
-            "secret": issued.secret,
-        }
-        response = TemplateResponse(request, "admin/atlas/token_issued.html", context)
-        response["Cache-Control"] = "no-store"
-        return response
+        return token_issued_page(self, request, issued)
 
     @admin.action(description="Revoke selected tokens", permissions=["act"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[PlatformToken]) -> None:
