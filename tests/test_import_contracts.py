@@ -64,6 +64,15 @@ def test_the_tree_keeps_every_import_contract(tree):
         ("consolidation.probe", "import erasure.models", "Apps import only downwards"),
         ("erasure.probe", "import memory.engine.base", "reach the engine"),
         ("memory.api.probe", "import memory.engine.registry", "reach the engine"),
+        # agents sits beside consolidation and erasure, on memory's public API only.
+        ("memory.probe", "import agents.models", "Apps import only downwards"),
+        ("tenants.probe", "import agents.selectors", "Apps import only downwards"),
+        ("consolidation.probe", "import agents.models", "Apps import only downwards"),
+        ("erasure.probe", "import agents.services.purge", "Apps import only downwards"),
+        ("agents.probe", "import erasure.models", "Apps import only downwards"),
+        ("agents.probe", "import memory.engine.registry", "reach the engine"),
+        ("agents.probe", "import memory.services.scoping", "memory's public API only"),
+        ("agents.probe", "import memory.mcp.server", "memory's public API only"),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(tree, module, line, broken):
