@@ -234,3 +234,30 @@ def test_a_rotation_that_loses_a_race_invalidates_the_key_it_made(es, seeded, al
     assert AuditEvent.objects.filter(action="key.rotate").count() == 0
     with pytest.raises(AuthenticationException):
         Cluster(es).as_api_key(made[0]).search(index=f"{es.index_prefix}-*", size=1)
+
+
+def test_a_provisioning_that_loses_a_race_invalidates_the_key_it_made(es, alice, monkeypatch):
+    from django.db import transaction
+
+    from tenants.services import scoped_keys
+
+    made = []
+    create = scoped_keys.create_cluster_key
+
+    def create_while_another_provisions(cluster, user):
+        key = create(cluster, user)
+        made.append(key)
+        if len(made) == 1:  # meanwhile another provisioning of the same user committed first
+            with transaction.atomic():
+                scoped_keys.key_row(user=user, api_key=create(cluster, user))
+        return key
+
+    monkeypatch.setattr(scoped_keys, "create_cluster_key", create_while_another_provisions)
+
+    with pytest.raises(Conflict):
+        scoped_key_provision(user=alice)
+
+    assert ScopedKey.objects.filter(user=alice).count() == 1  # the other one's
+    assert ScopedKey.objects.get(user=alice).key_id != made[0].id
+    with pytest.raises(AuthenticationException):
+        Cluster(es).as_api_key(made[0]).search(index=f"{es.index_prefix}-*", size=1)
