@@ -5,15 +5,18 @@ one hook that loads what the path names before any handler runs. Apps add what t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.http import QueryDict
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from atlas_platform.exceptions import ValidationError
 from atlas_platform.throttling import TokenRateThrottle
 
 
@@ -47,10 +50,40 @@ def check_body_size(request: Request) -> None:
 
 
 def parsed(serializer_class: type[serializers.Serializer[Any]], data: Any) -> dict[str, Any]:
-    """Validated input (a 400 in the shared shape otherwise)."""
+    """Validated input (a 400 in the shared shape otherwise). A field the serializer does not
+    declare is refused (``unknown_field``), at any depth: ``top_k`` for ``k`` must not answer
+    200 with the default."""
     serializer = serializer_class(data=data)
+    unknown = unknown_fields(serializer, data)
+    if unknown:
+        known = ", ".join(sorted(serializer.fields))
+        raise ValidationError(
+            f"Unknown field{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+            f"This request takes: {known}.",
+            code="unknown_field",
+            fields=unknown,
+        )
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def unknown_fields(serializer: serializers.Serializer[Any], data: Any, at: str = "") -> list[str]:
+    """The keys of ``data`` (a JSON object or a query string) that ``serializer`` does not
+    declare, with their path (``steps[0].tool_name``); nested serializers are walked too."""
+    if not isinstance(data, Mapping):
+        return []
+    fields = serializer.fields
+    found = [f"{at}{key}" for key in data if key not in fields]
+    for name, field in fields.items():
+        if isinstance(data, QueryDict) or name not in data:
+            continue
+        value, child = data[name], getattr(field, "child", None)
+        if isinstance(field, serializers.Serializer):
+            found += unknown_fields(field, value, f"{at}{name}.")
+        elif isinstance(child, serializers.Serializer) and isinstance(value, list):
+            for n, item in enumerate(value):
+                found += unknown_fields(child, item, f"{at}{name}[{n}].")
+    return found
 
 
 class ApiView(APIView):

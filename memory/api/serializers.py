@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from atlas_platform.serializers import StrictCharField
+from atlas_platform.views import unknown_fields
 from memory.services.recall import RecallHit
 from memory.services.writes import CONTRADICTIONS, FACT_TYPES, WRITABLE_TYPES
 from memory.shapes import memory_json, recall_hit_json
@@ -78,6 +79,9 @@ class StepField(serializers.Field[dict[str, Any], Any, Any, Any]):
         if isinstance(data, str):
             data = {"instruction": data}
         step = StepIn(data=data)
+        unknown = unknown_fields(step, data)
+        if unknown:
+            raise serializers.ValidationError(f"Unknown step field: {', '.join(unknown)}.")
         step.is_valid(raise_exception=True)
         return dict(step.validated_data)
 

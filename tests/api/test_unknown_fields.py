@@ -1,0 +1,57 @@
+"""A field no endpoint declares is refused (``unknown_field``), never silently dropped: the
+check lives in ``atlas_platform.views.parsed``, so every app's endpoint inherits it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.selectors import memory_page
+from tests.api.conftest import error_code, tenant_token
+
+pytestmark = pytest.mark.usefixtures("store")
+
+
+def test_a_misspelt_recall_field_is_a_400_naming_it(api, alice_token):
+    response = api.post("users/alice/recall", {"query": "tea", "top_k": 3}, token=alice_token)
+
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "unknown_field"
+    error = response.json()["error"]
+    assert error["details"]["fields"] == ["top_k"]
+    assert "top_k" in error["message"] and " k," in error["message"]
+
+
+def test_an_unknown_field_writes_nothing(api, alice, alice_token):
+    body = {"text": "Alice likes green tea", "memory_type": "semantic", "importance": 5}
+
+    response = api.post("users/alice/memories", body, token=alice_token)
+
+    assert response.status_code == 400 and error_code(response) == "unknown_field"
+    assert memory_page(user=alice, limit=10).documents == []
+
+
+def test_an_unknown_field_inside_a_playbook_step_is_refused(api, alice_token):
+    body = {
+        "text": "Reset a router",
+        "memory_type": "procedural",
+        "steps": [{"instruction": "Unplug it", "tool_name": "hands"}],
+    }
+
+    response = api.post("users/alice/memories", body, token=alice_token)
+
+    assert response.status_code == 400, response.content
+    assert "tool_name" in str(response.json()["error"]["details"])
+
+
+def test_an_unknown_query_parameter_is_refused(api, acme):
+    token = tenant_token(acme, allow_catalog=True)
+
+    response = api.get("catalog?page_size=5", token=token)
+
+    assert response.status_code == 400 and error_code(response) == "unknown_field"
+
+
+def test_other_apps_endpoints_inherit_the_check(api, alice_token):
+    response = api.post("users/alice/forget-requests", {"scope": "user", "why": "x"}, token=alice_token)
+
+    assert response.status_code == 400 and error_code(response) == "unknown_field"
