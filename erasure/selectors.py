@@ -23,6 +23,20 @@ def forget_request_for_user(*, user: User, request_id: int) -> ForgetRequest:
     return found
 
 
+def forget_requests_for_user(
+    *, user: User, after: int | None = None, limit: int = 50
+) -> tuple[list[ForgetRequest], int | None]:
+    """The user's forget requests, newest first, a page at a time (``after``: the last id of
+    the previous page); the next page's cursor, or None at the end. Two queries."""
+    rows = ForgetRequest.objects.filter(tenant_id=user.tenant_id, user=user).order_by("-pk")
+    if after is not None:
+        rows = rows.filter(pk__lt=after)
+    page = list(rows.prefetch_related("progress")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return page, (page[-1].pk if more else None)
+
+
 OPEN_STATUSES = (
     ForgetRequest.Status.PENDING,
     ForgetRequest.Status.APPROVED,

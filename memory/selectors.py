@@ -158,6 +158,18 @@ def memory_page(
     return MemoryPage(documents=docs, next_cursor=_encode_cursor(last) if last else None)
 
 
+def memory_export(*, user: User) -> Iterator[MemoryDoc]:
+    """Every personal memory of the user (superseded ones included), oldest first, read as the
+    user: what the right of access hands over. Page by page; the caller decides the cap."""
+    after: str | None = None
+    while True:
+        page = memory_page(user=user, after=after, limit=MAX_INSPECTOR_PAGE)
+        yield from page.documents
+        if page.next_cursor is None:
+            return
+        after = page.next_cursor
+
+
 def memory_counts(*, user: User) -> dict[str, int]:
     """The user's memories per type (their tenant's catalog included), read as the user."""
     with store_errors():

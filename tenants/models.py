@@ -38,18 +38,46 @@ class Tenant(models.Model):
     isolation_mode = models.CharField(
         max_length=8, choices=IsolationMode.choices, default=IsolationMode.FILTER
     )
-    decay_offset_days = models.PositiveIntegerField(default=180)
-    decay_scale_days = models.PositiveIntegerField(default=1825)
-    use_count_weight = models.FloatField(default=0.2)
-    catalog_prior = models.FloatField(default=0.85)
+    decay_offset_days = models.PositiveIntegerField(
+        default=180,
+        help_text="Recall: episodes and facts younger than this many days keep their full weight.",
+    )
+    decay_scale_days = models.PositiveIntegerField(
+        default=1825,
+        help_text="Recall: past the offset, weight falls to half at offset + this many days.",
+    )
+    use_count_weight = models.FloatField(
+        default=0.2,
+        help_text="Recall: lift of often-recalled facts: x (1 + log10(1 + uses) x this); 0: none.",
+    )
+    catalog_prior = models.FloatField(
+        default=0.85,
+        help_text="Recall: catalog documents' scores are multiplied by this (own memories: 1).",
+    )
     # Consolidation: after N new episodes of a user (0 = never on count), on the daily
     # schedule, and candidates below the floor are dropped. Off while no model is configured.
-    consolidation_every_n_episodes = models.PositiveIntegerField(default=10)
-    consolidation_daily = models.BooleanField(default=True)
-    consolidation_confidence_floor = models.FloatField(
-        default=0.6, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    consolidation_every_n_episodes = models.PositiveIntegerField(
+        default=10,
+        help_text="Consolidate a user after this many new episodes (0: never on count).",
     )
-    key_rotation_days = models.PositiveIntegerField(default=90)
+    consolidation_daily = models.BooleanField(
+        default=True, help_text="Also consolidate every user with new episodes once a day."
+    )
+    consolidation_confidence_floor = models.FloatField(
+        default=0.6,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Facts the model is less sure of than this (0..1) are dropped.",
+    )
+    key_rotation_days = models.PositiveIntegerField(
+        default=90, help_text="Scoped keys older than this show as stale on the dashboard."
+    )
+    auto_provision_users = models.BooleanField(
+        default=False,
+        help_text=(
+            "A turn for an unknown user, sent with a tenant token that may provision users, "
+            "creates the user (and their scoped key on a cluster-enforced tenant) first."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -140,6 +168,8 @@ class PlatformToken(models.Model):
     lookup = models.CharField(max_length=16, unique=True)
     secret_hash = models.CharField(max_length=64)
     allow_catalog = models.BooleanField(default=False)
+    # Tenant tokens only: may create, list, disable and enable the tenant's users (/api/v1/users).
+    allow_provisioning = models.BooleanField(default=False)
     # Set: the token acts as this agent (a slug of the token's user's agents, app ``agents``);
     # a plain field so tenants never imports the app above it.
     agent_slug = models.CharField(max_length=50, blank=True, default="")

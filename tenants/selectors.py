@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NoReturn
 
 from django.utils import timezone
 
-from atlas_platform.exceptions import NotFound
+from atlas_platform.exceptions import NotFound, PermissionDenied, ValidationError
 from tenants.models import PlatformToken, ScopedKey, Tenant, User
 
 
 def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     """The user a token names by external id, within the token's own tenant.
 
-    A user-scoped token may only name its own user; a tenant token any active user of its tenant.
-    Anything else is "not found" (never "forbidden"), so ids of other tenants do not leak.
+    A user-scoped token may only name its own user; a tenant token any active user of its
+    tenant. Another tenant's id is "not found" (never "forbidden"), so ids do not leak; a
+    disabled user of the token's own tenant is ``user_disabled`` (403), since the caller
+    provisioned them and must know why the call fails.
     """
     if token.user_id is not None:
         # A user-scoped token can only ever name its own user, loaded with the token already.
@@ -23,15 +26,55 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
         if own is not None and own.external_id == external_id and own.status == User.Status.ACTIVE:
             own.tenant = token.tenant
             return own
-        raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
+        raise NotFound(
+            f"This token acts for one user only and cannot name {external_id!r}.",
+            code="user_not_found",
+        )
     user = (
         User.objects.select_related("tenant")
-        .filter(tenant_id=token.tenant_id, external_id=external_id, status=User.Status.ACTIVE)
+        .filter(tenant_id=token.tenant_id, external_id=external_id)
         .first()
     )
     if user is None:
         raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
+    if user.status != User.Status.ACTIVE:
+        raise_disabled(user)
     return user
+
+
+def raise_disabled(user: User) -> NoReturn:
+    raise PermissionDenied(
+        f"User {user.external_id!r} is disabled; enable them again (POST "
+        f"/api/v1/users/{user.external_id}/enable or the admin) to act for them.",
+        code="user_disabled",
+    )
+
+
+@dataclass(frozen=True)
+class UserPage:
+    users: list[User]
+    next_cursor: str | None
+
+
+MAX_USER_PAGE = 200
+
+
+def user_page(
+    *, tenant: Tenant, status: str | None = None, after: str | None = None, limit: int = 50
+) -> UserPage:
+    """The tenant's users in external-id order, a page at a time (``after``: the last external
+    id of the previous page), optionally only ``active`` or ``disabled`` ones. One query."""
+    if not 1 <= limit <= MAX_USER_PAGE:
+        raise ValidationError(f"limit must be 1 to {MAX_USER_PAGE}.", code="bad_limit")
+    users = User.objects.filter(tenant=tenant).order_by("external_id")
+    if status is not None:
+        users = users.filter(status=status)
+    if after:
+        users = users.filter(external_id__gt=after)
+    rows = list(users.prefetch_related("scoped_keys").select_related("tenant")[: limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return UserPage(users=rows, next_cursor=rows[-1].external_id if more else None)
 
 
 @dataclass(frozen=True)

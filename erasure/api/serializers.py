@@ -82,3 +82,19 @@ class ForgetRequestOut(serializers.Serializer[Any]):
         help_text="Once done: per-index counts and erased ids (never text), when, by whom, "
         "and the verification result.",
     )
+
+
+class ForgetRequestListIn(serializers.Serializer[Any]):
+    after = serializers.IntegerField(
+        required=False, min_value=1, help_text="Cursor from the previous page's `next`."
+    )
+    limit = serializers.IntegerField(
+        required=False, default=50, min_value=1, max_value=200, help_text="Page size."
+    )
+
+
+class ForgetRequestPageOut(serializers.Serializer[Any]):
+    results = ForgetRequestOut(many=True)
+    next = serializers.IntegerField(
+        allow_null=True, help_text="Cursor for `after` to get the next page; null at the end."
+    )

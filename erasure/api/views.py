@@ -11,12 +11,24 @@ from rest_framework.response import Response
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, USER_ID, WRITE_ERRORS, errors
 from atlas_platform.views import parsed
 from erasure.api import serializers as s
-from erasure.selectors import forget_request_for_user
+from erasure.selectors import forget_request_for_user, forget_requests_for_user
 from erasure.services import forget_request_open
 from memory.api.base import UserView
 
 
 class ForgetRequestsView(UserView):
+    @extend_schema(
+        operation_id="forget_request_list",
+        tags=["erasure"],
+        responses={200: s.ForgetRequestPageOut, **errors(*READ_ERRORS)},
+        parameters=[USER_ID, s.ForgetRequestListIn],
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        """The user's forget requests, newest first, a page at a time (cursor in `next`)."""
+        query = parsed(s.ForgetRequestListIn, request.GET)
+        page, more = forget_requests_for_user(user=self.subject, **query)
+        return Response({"results": s.ForgetRequestOut(page, many=True).data, "next": more})
+
     @extend_schema(
         operation_id="forget_request_open",
         tags=["erasure"],

@@ -189,6 +189,31 @@ class CatalogPageOut(serializers.Serializer[Any]):
     )
 
 
+class MemoryPageOut(serializers.Serializer[Any]):
+    results = MemoryOut(many=True)
+    next = serializers.CharField(
+        allow_null=True, help_text="Cursor for `after` to get the next page; null at the end."
+    )
+
+
+class ExportUserOut(serializers.Serializer[Any]):
+    external_id = serializers.CharField()
+    display_name = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ExportOut(serializers.Serializer[Any]):
+    """Everything Atlas holds about the user's memories (the right of access)."""
+
+    user = ExportUserOut()
+    exported_at = serializers.DateTimeField()
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Memories per type in the export."
+    )
+    memories = MemoryOut(many=True, help_text="Every personal memory, superseded ones too.")
+
+
 # --- requests -------------------------------------------------------------------------------
 class TurnIn(serializers.Serializer[Any]):
     text = _text("The user's message, verbatim: stored as an episode and recalled on.")
@@ -284,3 +309,30 @@ class CatalogDocumentIn(serializers.Serializer[Any]):
     name = _optional_str("Title of the document.")
     tags = _tags()
     metadata = _metadata()
+
+
+class MemoryListIn(serializers.Serializer[Any]):
+    memory_type = serializers.ListField(
+        child=serializers.ChoiceField(choices=PERSONAL_TYPES),
+        required=False,
+        allow_empty=False,
+        help_text="Only these types (repeat the parameter; default: all three personal types).",
+    )
+    superseded = serializers.ChoiceField(
+        choices=["any", "current", "only"],
+        required=False,
+        default="any",
+        help_text="current: leave superseded facts out; only: nothing but superseded facts.",
+    )
+    since = serializers.DateTimeField(
+        required=False, help_text="Only memories stored at or after this time."
+    )
+    until = serializers.DateTimeField(
+        required=False, help_text="Only memories stored at or before this time."
+    )
+    after = serializers.CharField(
+        required=False, max_length=500, help_text="Cursor from the previous page's `next`."
+    )
+    limit = serializers.IntegerField(
+        required=False, default=50, min_value=1, max_value=100, help_text="Page size."
+    )

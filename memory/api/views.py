@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
@@ -25,7 +26,7 @@ from atlas_platform.views import parsed
 from memory.api import serializers as s
 from memory.api.base import AtlasView, CatalogAccess, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
-from memory.selectors import catalog_list, memory_get, memory_history
+from memory.selectors import catalog_list, memory_export, memory_get, memory_history, memory_page
 from memory.services.catalog import catalog_delete, catalog_import
 from memory.services.recall import memory_recall
 from memory.services.writes import (
@@ -34,7 +35,8 @@ from memory.services.writes import (
     memory_write,
     procedure_outcome_record,
 )
-from memory.types import MemoryDoc
+from memory.shapes import when
+from memory.types import PERSONAL_TYPES, MemoryDoc
 
 
 def memory_response(doc: MemoryDoc, code: int = status.HTTP_200_OK) -> Response:
@@ -46,6 +48,8 @@ def memories_data(docs: list[MemoryDoc]) -> list[dict[str, Any]]:
 
 
 class TurnsView(UserView):
+    provisions_unknown_user = True  # where the tenant turned auto-provisioning on
+
     @extend_schema(
         operation_id="turn_record",
         tags=["memories"],
@@ -81,6 +85,27 @@ class RecallView(UserView):
 
 
 class MemoriesView(UserView):
+    @extend_schema(
+        operation_id="memory_list",
+        tags=["memories"],
+        parameters=[s.MemoryListIn],
+        responses={200: s.MemoryPageOut, **errors(*READ_ERRORS)},
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        """The user's own memories, oldest first, a page at a time (cursor in `next`): by
+        type, by when they were stored, current or superseded facts."""
+        query = parsed(s.MemoryListIn, request.GET)
+        page = memory_page(
+            user=self.subject,
+            memory_types=tuple(query.get("memory_type") or PERSONAL_TYPES),
+            superseded=query["superseded"],
+            created_from=query.get("since"),
+            created_to=query.get("until"),
+            after=query.get("after"),
+            limit=query["limit"],
+        )
+        return Response({"results": memories_data(page.documents), "next": page.next_cursor})
+
     @extend_schema(
         operation_id="memory_write",
         tags=["memories"],
@@ -145,6 +170,35 @@ class ProcedureOutcomeView(UserView):
         data = parsed(s.OutcomeIn, request.data)
         doc = procedure_outcome_record(user=self.subject, memory_id=memory_id, **data)
         return memory_response(doc)
+
+
+class ExportView(UserView):
+    @extend_schema(
+        operation_id="user_export",
+        tags=["memories"],
+        responses={200: s.ExportOut, **errors(*READ_ERRORS)},
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        """Everything Atlas holds about the user's memories as one JSON document: the user
+        record and every personal memory, superseded facts included (the right of access
+        that pairs with erasure)."""
+        user = self.subject
+        docs = list(memory_export(user=user))
+        counts = dict.fromkeys(PERSONAL_TYPES, 0)
+        for doc in docs:
+            counts[doc.memory_type] = counts.get(doc.memory_type, 0) + 1
+        body = {
+            "user": {
+                "external_id": user.external_id,
+                "display_name": user.display_name,
+                "status": user.status,
+                "created_at": when(user.created_at),
+            },
+            "exported_at": when(timezone.now()),
+            "counts": counts,
+            "memories": memories_data(docs),
+        }
+        return Response(body)
 
 
 class CatalogView(AtlasView):

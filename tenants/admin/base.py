@@ -29,7 +29,10 @@ class ScopedForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.scope = scope
         if "tenant" in self.fields:
-            self.fields["tenant"].queryset = scope.tenants().filter(status=Tenant.Status.ACTIVE)  # type: ignore[attr-defined]
+            tenants = scope.tenants().filter(status=Tenant.Status.ACTIVE)
+            self.fields["tenant"].queryset = tenants  # type: ignore[attr-defined]
+            if len(only := list(tenants[:2])) == 1:  # a one-tenant admin need not pick it
+                self.fields["tenant"].initial = only[0].pk
         if "user" in self.fields:
             users = User.objects.select_related("tenant").filter(status=User.Status.ACTIVE)
             self.fields["user"].queryset = scope.restrict(users, "tenant")  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth import password_validation
 from django.utils import timezone
 
+from atlas_platform.cluster import get_cluster
 from atlas_platform.exceptions import AtlasError
 from tenants.admin.base import ScopedForm
 from tenants.models import Operator, Tenant, User
@@ -70,8 +71,14 @@ class UserAddForm(ScopedForm):
     external_id = forms.CharField(max_length=128, help_text="Your system's id for this user.")
     display_name = forms.CharField(max_length=200, required=False)
     provision_key = forms.BooleanField(
-        required=False, initial=True, help_text="Create the user's scoped cluster key now."
+        required=False,
+        help_text="Create the user's scoped cluster key now (needs Elasticsearch: ATLAS_ES_URL).",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Ticked only where it can work: without a cluster there is no key to make.
+        self.fields["provision_key"].initial = get_cluster() is not None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -93,6 +100,10 @@ class TokenIssueForm(ScopedForm):
     allow_catalog = forms.BooleanField(
         required=False, help_text="Tenant tokens only: may edit the tenant catalog."
     )
+    allow_provisioning = forms.BooleanField(
+        required=False,
+        help_text="Tenant tokens only: may create, list, disable and enable users (/api/v1/users).",
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -101,6 +112,8 @@ class TokenIssueForm(ScopedForm):
             self.add_error("user", "This user belongs to another tenant.")
         if user and data.get("allow_catalog"):
             self.add_error("allow_catalog", "Only tenant tokens may edit the catalog.")
+        if user and data.get("allow_provisioning"):
+            self.add_error("allow_provisioning", "Only tenant tokens may provision users.")
         expires_at = data.get("expires_at")
         if expires_at and expires_at <= timezone.now():
             self.add_error("expires_at", "The expiry must be in the future.")

@@ -60,6 +60,7 @@ class PlatformTokenAdmin(ScopedModelAdmin):
         "tenant",
         "user",
         "allow_catalog",
+        "allow_provisioning",
         "lookup",
         "created_at",
         "expires_at",
@@ -81,6 +82,7 @@ class PlatformTokenAdmin(ScopedModelAdmin):
             name=data["name"],
             expires_at=data["expires_at"],
             allow_catalog=data["allow_catalog"],
+            allow_provisioning=data["allow_provisioning"],
         )
         return token_issued_page(self, request, issued)
 

@@ -9,6 +9,7 @@ from rest_framework import exceptions
 from atlas_platform.views import ApiView
 from tenants.models import PlatformToken, User
 from tenants.selectors import user_for_token
+from tenants.services.users import user_for_first_turn
 
 
 class TokenApiView(ApiView):
@@ -27,6 +28,12 @@ class UserApiView(TokenApiView):
     before any handler runs (404 for another tenant's or another user's id)."""
 
     subject: User
+    # True on the endpoint that starts a conversation (a turn): an unknown user is provisioned
+    # first where the tenant turned on auto-provisioning (``user_for_first_turn``).
+    provisions_unknown_user = False
 
     def resolve(self, **kwargs: Any) -> None:
-        self.subject = user_for_token(token=self.token, external_id=kwargs["user_id"])
+        if self.provisions_unknown_user:
+            self.subject = user_for_first_turn(token=self.token, external_id=kwargs["user_id"])
+        else:
+            self.subject = user_for_token(token=self.token, external_id=kwargs["user_id"])

@@ -29,6 +29,7 @@ class TokenView(APIView):
                 "scope": token.scope,
                 "user": token.user.external_id if token.user else None,
                 "allow_catalog": token.allow_catalog,
+                "allow_provisioning": token.allow_provisioning,
                 "expires_at": token.expires_at,
                 "isolation_mode": token.tenant.isolation_mode,
             }

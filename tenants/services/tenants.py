@@ -32,6 +32,7 @@ TUNABLE_FIELDS = (
     "consolidation_daily",
     "consolidation_confidence_floor",
     "key_rotation_days",
+    "auto_provision_users",
 )
 
 

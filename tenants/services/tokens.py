@@ -44,8 +44,10 @@ def token_issue(
     user: User | None = None,
     expires_at: datetime | None = None,
     allow_catalog: bool = False,
+    allow_provisioning: bool = False,
 ) -> IssuedToken:
-    """Issue a token for one user of ``tenant`` or (``user=None``) for the whole tenant."""
+    """Issue a token for one user of ``tenant`` or (``user=None``) for the whole tenant. Only a
+    tenant token may carry catalog or user-provisioning rights."""
     if user is not None and user.tenant_id != tenant.pk:
         raise ValidationError("The user does not belong to this tenant.", code="wrong_tenant")
     if expires_at is not None and expires_at <= timezone.now():
@@ -62,6 +64,7 @@ def token_issue(
         secret_hash=_hash(raw),
         expires_at=expires_at,
         allow_catalog=allow_catalog and user is None,
+        allow_provisioning=allow_provisioning and user is None,
     )
     validate(token)
     with transaction.atomic():
@@ -71,7 +74,12 @@ def token_issue(
             tenant=tenant,
             subject_user=user,
             target=token,
-            metadata={"scope": token.scope, "name": token.name, "lookup": lookup},
+            metadata={
+                "scope": token.scope,
+                "name": token.name,
+                "lookup": lookup,
+                "allow_provisioning": token.allow_provisioning,
+            },
         )
     return IssuedToken(token=token, secret=raw)
 

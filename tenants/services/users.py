@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from atlas_platform.exceptions import Conflict, ValidationError
-from tenants.models import Operator, Tenant, User
+from atlas_platform.exceptions import AtlasError, Conflict, ValidationError
+from tenants.models import Operator, PlatformToken, ScopedKey, Tenant, User
+from tenants.selectors import user_for_token
 from tenants.services.audit import audit_record
+from tenants.services.scoped_keys import scoped_key_provision
 from tenants.services.validation import validate
 
 
@@ -46,6 +50,51 @@ def user_create(*, tenant: Tenant, external_id: str, display_name: str = "") -> 
             f"User {external_id!r} already exists in this tenant.", code="duplicate_user"
         ) from exc
     return user
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """A user made over the API, and what became of their scoped key."""
+
+    user: User
+    key: ScopedKey | None
+    key_error: str | None = None
+
+
+def user_provision(
+    *, tenant: Tenant, external_id: str, display_name: str = "", provision_key: bool | None = None
+) -> Provisioned:
+    """Create a user and, as the admin does, their scoped cluster key: by default on a
+    cluster-enforced (``dls``) tenant, whose reads need one; ``provision_key`` decides
+    otherwise. A key the cluster refuses leaves the user made (the audit says so) and says why
+    in ``key_error``: provisioning the key again later is safe."""
+    want_key = tenant.isolation_mode == Tenant.IsolationMode.DLS
+    if provision_key is not None:
+        want_key = provision_key
+    user = user_create(tenant=tenant, external_id=external_id, display_name=display_name)
+    if not want_key:
+        return Provisioned(user=user, key=None)
+    try:
+        key = scoped_key_provision(user=user)
+    except AtlasError as exc:
+        return Provisioned(user=user, key=None, key_error=exc.public[0])
+    return Provisioned(user=user, key=key)
+
+
+def user_for_first_turn(*, token: PlatformToken, external_id: str) -> User:
+    """The user a turn names; an unknown one is provisioned first when the tenant turned on
+    ``auto_provision_users`` and the token may provision users (a race for the same id ends
+    with the one user both callers name)."""
+    tenant = token.tenant
+    if token.user_id is None and token.allow_provisioning and tenant.auto_provision_users:
+        exists = User.objects.filter(tenant=tenant, external_id=external_id).exists()
+        if not exists:
+            try:
+                user_provision(tenant=tenant, external_id=external_id)
+            except ValidationError as exc:
+                if exc.code != "duplicate_user":
+                    raise
+    return user_for_token(token=token, external_id=external_id)
 
 
 def user_set_status(*, user: User, status: str) -> User:

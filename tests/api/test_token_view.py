@@ -30,6 +30,7 @@ def test_it_says_who_the_token_is(client, alice):
         "scope": "user",
         "user": "alice",
         "allow_catalog": False,
+        "allow_provisioning": False,
         "expires_at": None,
         "isolation_mode": "filter",
     }

@@ -52,6 +52,8 @@ def test_an_unknown_query_parameter_is_refused(api, acme):
 
 
 def test_other_apps_endpoints_inherit_the_check(api, alice_token):
-    response = api.post("users/alice/forget-requests", {"scope": "user", "why": "x"}, token=alice_token)
+    response = api.post(
+        "users/alice/forget-requests", {"scope": "user", "why": "x"}, token=alice_token
+    )
 
     assert response.status_code == 400 and error_code(response) == "unknown_field"
