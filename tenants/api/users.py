@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -20,6 +21,9 @@ from tenants.api.base import TokenApiView
 from tenants.models import PlatformToken, User
 from tenants.selectors import user_key_status, user_page
 from tenants.services.users import user_provision, user_set_status
+
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ProvisioningAccess(BasePermission):
@@ -104,7 +108,7 @@ class UserDetailView(ProvisioningView):
         return Response(user_data(self.named_user(user_id)))
 
 
-def _status_schema(operation_id: str) -> Any:
+def _status_schema(operation_id: str) -> Callable[[F], F]:
     return extend_schema(
         operation_id=operation_id,
         tags=["users"],

@@ -34,6 +34,10 @@ def user_create(*, tenant: Tenant, external_id: str, display_name: str = "") -> 
     if not tenant.is_active:
         raise Conflict("The tenant is suspended.", code="tenant_suspended")
     user = User(tenant=tenant, external_id=external_id.strip(), display_name=display_name.strip())
+    if User.objects.filter(tenant=tenant, external_id=user.external_id).exists():
+        raise ValidationError(
+            f"User {user.external_id!r} already exists in this tenant.", code="duplicate_user"
+        )
     validate(user)
     try:
         with transaction.atomic():

@@ -19,12 +19,15 @@ USER_ENDPOINTS = [
     ("POST", "users/{user}/turns", {"text": "hello"}),
     ("POST", "users/{user}/recall", {"query": "hello"}),
     ("POST", "users/{user}/memories", {"text": "x", "memory_type": "semantic"}),
+    ("GET", "users/{user}/memories", None),
+    ("GET", "users/{user}/export", None),
     ("GET", "users/{user}/memories/{id}", None),
     ("GET", "users/{user}/memories/{id}/history", None),
     ("DELETE", "users/{user}/memories/{id}", None),
     ("POST", "users/{user}/procedures/{id}/outcome", {"success": True}),
     ("POST", "users/{user}/consolidate", None),
     ("POST", "users/{user}/forget-requests", {"scope": "user"}),
+    ("GET", "users/{user}/forget-requests", None),
     ("GET", "users/{user}/forget-requests/1", None),
 ]
 CATALOG_ENDPOINTS = [
