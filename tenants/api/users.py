@@ -22,7 +22,6 @@ from tenants.models import PlatformToken, User
 from tenants.selectors import user_key_status, user_page
 from tenants.services.users import user_provision, user_set_status
 
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 

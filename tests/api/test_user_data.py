@@ -36,9 +36,7 @@ def test_the_listing_pages_and_filters_by_type_and_supersession(api, alice, bob)
     current = _ids(api.get("users/alice/memories?superseded=current", token=token))
     archived = _ids(api.get("users/alice/memories?superseded=only", token=token))
     procedural = _ids(api.get("users/alice/memories?memory_type=procedural", token=token))
-    both = api.get(
-        "users/alice/memories?memory_type=procedural&memory_type=semantic", token=token
-    )
+    both = api.get("users/alice/memories?memory_type=procedural&memory_type=semantic", token=token)
 
     assert sorted(everything) == sorted([old.id, new.id, play.id])
     assert len(first["results"]) == 2 and sorted([*_ids_of(first), *second]) == sorted(everything)

@@ -110,9 +110,7 @@ def test_a_user_token_naming_another_user_says_so_truthfully(api, alice, bob):
     assert "one user only" in message and "No user" not in message
 
 
-def test_a_turn_for_an_unknown_user_provisions_them_where_the_tenant_allows(
-    api, acme, provisioner
-):
+def test_a_turn_for_an_unknown_user_provisions_them_where_the_tenant_allows(api, acme, provisioner):
     refused = api.post("users/erin/turns", {"text": "I like oolong"}, token=provisioner)
     Tenant.objects.filter(pk=acme.pk).update(auto_provision_users=True)
     plain = api.post("users/erin/turns", {"text": "I like oolong"}, token=tenant_token(acme))
