@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, ValidationError
 from memory.models import OVERFLOW_MS, RecallStat
+from memory.services.catalog import catalog_engine_id
 from memory.services.common import backend, personal_type, store_errors
 from memory.services.scoping import catalog_scope, user_read_scope, writer_scope
 from memory.types import PERSONAL_TYPES, GrowthBucket, GrowthPoint, MemoryDoc, MemoryType
@@ -28,9 +29,10 @@ GET_CHUNK = 500
 
 
 def memory_get(*, user: User, memory_id: str) -> MemoryDoc:
-    """One memory of the user (or their tenant's catalog); 404 for anything else."""
+    """One memory of the user (or their tenant's catalog: ``catalog:<key>``); 404 for anything
+    else."""
     with store_errors():
-        doc = backend().get(user_read_scope(user), memory_id)
+        doc = backend().get(user_read_scope(user), catalog_engine_id(user.tenant, memory_id))
     if doc is None:
         raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
     return doc

@@ -1,7 +1,8 @@
 """The one JSON shape of a memory, for every interface (REST ``MemoryOut``, the MCP tools).
 
 Field names are the service arguments' (``memory_type``, not ``type``); times are ISO 8601 in
-UTC with a ``Z``; never the embedding or the internal tenant / user ids. ``compact`` (the MCP
+UTC with a ``Z``; never the embedding or the internal tenant / user ids (a catalog document's
+id is ``catalog:<key>``, the tenant's own key). ``compact`` (the MCP
 tools: every token is the model's) leaves out the fields without a value and those that mean
 nothing for the memory's type; the names and values of the rest are the same.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from memory.services.catalog import catalog_public_id
 from memory.services.recall import RecallHit
 from memory.types import MemoryDoc
 
@@ -29,7 +31,7 @@ def when(value: datetime | None) -> str | None:
 def memory_json(doc: MemoryDoc, *, compact: bool = False) -> dict[str, Any]:
     """One memory as every interface shows it (see the module docstring for ``compact``)."""
     data = {
-        "id": doc.id,
+        "id": catalog_public_id(doc.tenant_id, doc.id) if doc.memory_type == "catalog" else doc.id,
         "memory_type": doc.memory_type,
         "text": doc.text,
         "created_at": when(doc.created_at),

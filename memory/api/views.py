@@ -27,7 +27,7 @@ from memory.api import serializers as s
 from memory.api.base import AtlasView, CatalogAccess, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
 from memory.selectors import catalog_list, memory_export, memory_get, memory_history, memory_page
-from memory.services.catalog import catalog_delete, catalog_import
+from memory.services.catalog import catalog_delete, catalog_import, catalog_public_id
 from memory.services.recall import memory_recall
 from memory.services.writes import (
     memory_forget,
@@ -231,7 +231,8 @@ class CatalogDocumentView(AtlasView):
         """Create or replace the catalog document with this id."""
         data = parsed(s.CatalogDocumentIn, request.data)
         result = catalog_import(tenant=self.token.tenant, documents=[{**data, "id": memory_id}])
-        written = {"name": None, "tags": [], "metadata": {}, **data, "id": result.written[0]}
+        public = catalog_public_id(str(self.token.tenant_id), result.written[0])
+        written = {"name": None, "tags": [], "metadata": {}, **data, "id": public}
         return Response(s.CatalogDocumentOut(written).data)
 
     @extend_schema(

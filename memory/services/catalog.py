@@ -30,9 +30,31 @@ def catalog_doc_id(tenant: Tenant, key: str) -> str:
     return f"catalog.{tenant.pk}.{key}"
 
 
+PUBLIC_PREFIX = "catalog:"
+
+
+def catalog_public_id(tenant_id: str, engine_id: str) -> str:
+    """The id callers see for a catalog document: ``catalog:<key>``, the tenant's own key
+    (the engine id's tenant namespace is internal). Personal ids never hold a colon."""
+    prefix = f"catalog.{tenant_id}."
+    return PUBLIC_PREFIX + engine_id[len(prefix) :] if engine_id.startswith(prefix) else engine_id
+
+
+def catalog_engine_id(tenant: Tenant, memory_id: str) -> str:
+    """The engine id behind a public catalog id (``catalog:<key>``); any other id unchanged."""
+    if memory_id.startswith(PUBLIC_PREFIX):
+        return catalog_doc_id(tenant, memory_id[len(PUBLIC_PREFIX) :])
+    return memory_id
+
+
 def _resolve(tenant: Tenant, key_or_id: str) -> str:
+    """A document named by its key, its public id or its engine id."""
     prefix = catalog_doc_id(tenant, "")
-    return key_or_id if key_or_id.startswith(prefix) else catalog_doc_id(tenant, key_or_id)
+    if key_or_id.startswith(prefix):
+        return key_or_id
+    if key_or_id.startswith(PUBLIC_PREFIX):
+        return catalog_engine_id(tenant, key_or_id)
+    return catalog_doc_id(tenant, key_or_id)
 
 
 @dataclass

@@ -142,7 +142,7 @@ def test_outcome_of_a_fact_is_not_found(api, alice_token):
 
 def test_the_catalog_is_listed_page_by_page_put_and_deleted(api, acme, alice, alice_token):
     token = tenant_token(acme, allow_catalog=True)
-    ids = [f"catalog.{acme.pk}.faq-{n}" for n in range(3)]  # keys live in the tenant's namespace
+    ids = [f"catalog:faq-{n}" for n in range(3)]  # the tenant's keys; no internal tenant id
     for n in range(3):
         put = api.put(
             f"catalog/faq-{n}", {"text": f"Answer number {n}", "tags": ["faq"]}, token=token
@@ -168,6 +168,10 @@ def test_the_catalog_is_listed_page_by_page_put_and_deleted(api, acme, alice, al
     assert {d["memory_type"] for d in first["results"]} == {"catalog"}
     assert gone.status_code == 204 and again.status_code == 404
     assert hits["hits"][0]["id"] == ids[0] and hits["hits"][0]["memory_type"] == "catalog"
+    assert str(acme.pk) not in hits["hits"][0]["id"]
+    got = api.get(f"users/alice/memories/{ids[0]}", token=alice_token)
+    assert got.status_code == 200 and got.json()["text"] == "Opening hours are 9 to 5"
+    assert api.delete(f"catalog/{ids[2]}", token=token).status_code == 204
 
 
 def test_a_tenant_token_acts_for_any_user_of_its_tenant(api, acme, alice, bob):
