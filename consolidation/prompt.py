@@ -37,6 +37,8 @@ Rules:
 - Only durable facts about the user, written as standalone sentences. Never restate a current \
 fact; if a current fact became false, write the new fact with "supersedes" naming it and \
 "contradiction": "natural" (things changed) or "harsh" (the user says it was wrong).
+- Episodes with "speaker": "assistant" are the agent's own replies: context only, never \
+evidence of a fact about the user on their own.
 - Every item cites the episodes (from "episodes", not "context_episodes") that support it. \
 Nothing durable happened: return empty lists.
 - A new procedure only for a multi-step fix that worked and matches no current playbook.
@@ -97,6 +99,8 @@ def _episode(doc: MemoryDoc, suggested: dict[str, list[str]]) -> dict[str, Any]:
         "session": doc.session_id,
         "text": doc.text,
     }
+    if doc.source == "assistant":  # the agent's own reply (memory.services.replies)
+        item["speaker"] = "assistant"
     if suggested.get(doc.id):
         item["playbooks_suggested_in_reply"] = suggested[doc.id]
     return item

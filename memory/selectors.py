@@ -172,6 +172,24 @@ def memory_export(*, user: User) -> Iterator[MemoryDoc]:
         after = page.next_cursor
 
 
+@dataclass(frozen=True)
+class Profile:
+    """What Atlas knows about a user at a glance: current facts, playbooks, how many of each."""
+
+    facts: list[MemoryDoc]
+    playbooks: list[MemoryDoc]
+    counts: dict[str, int]
+
+
+def memory_profile(*, user: User, limit: int = 50) -> Profile:
+    """The user's current (not superseded) facts and their playbooks, newest last, at most
+    ``limit`` of each, and the number of memories per type (episodes counted, not listed)."""
+    facts = memory_page(user=user, memory_types=("semantic",), superseded="current", limit=limit)
+    plays = memory_page(user=user, memory_types=("procedural",), limit=limit)
+    counts = {k: v for k, v in memory_counts(user=user).items() if k in PERSONAL_TYPES}
+    return Profile(facts=facts.documents, playbooks=plays.documents, counts=counts)
+
+
 def memory_counts(*, user: User) -> dict[str, int]:
     """The user's memories per type (their tenant's catalog included), read as the user."""
     with store_errors():

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from importlib import metadata
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import ValidationError
 
-from memory.mcp import tools
+from memory.mcp import results, tools
 
 INSTRUCTIONS = """\
 Atlas is this user's long-term memory, kept across conversations.
@@ -17,6 +20,9 @@ Atlas is this user's long-term memory, kept across conversations.
   it returns related memories. Use recall_memory for anything else you need to look up.
 - Store durable facts and playbooks with write_memory. When new information makes a stored fact
   false, write the new fact with `supersedes` set to the old fact's id (found by recall).
+- After answering, call record_reply with your answer, so later you can say what you suggested.
+- When you followed a playbook, report with record_playbook_outcome whether it worked.
+- For "what do you know about me?", call about_me.
 - forget_memory deletes for good: only when the user explicitly asks to forget something.
 """
 
@@ -33,6 +39,15 @@ _HINTS = {
     "record_turn": ToolAnnotations(
         title="Record the user's message", destructive_hint=False, idempotent_hint=False
     ),
+    "record_reply": ToolAnnotations(
+        title="Record your answer", destructive_hint=False, idempotent_hint=False
+    ),
+    "record_playbook_outcome": ToolAnnotations(
+        title="Report a playbook's outcome", destructive_hint=False, idempotent_hint=False
+    ),
+    "about_me": ToolAnnotations(
+        title="What Atlas knows about the user", read_only_hint=True, open_world_hint=False
+    ),
     "memory_history": ToolAnnotations(
         title="Supersession history", read_only_hint=True, open_world_hint=False
     ),
@@ -45,10 +60,49 @@ _HINTS = {
 ExtraTools = Sequence[tuple[Callable[..., Awaitable[Any]], ToolAnnotations]]
 
 
+UNSERVED = (
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("atlas")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+class AtlasServer(MCPServer):
+    """``MCPServer`` whose argument errors read like the tools' own domain errors."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
+            if isinstance(exc.__cause__, ValidationError):
+                return results.invalid_arguments(exc.__cause__.errors())
+            if self._tool_manager.get_tool(name) is None:
+                return results.unknown_tool(name)
+            raise
+
+
 def build_server(extra: ExtraTools = ()) -> MCPServer:
     """A server with the memory tools and any ``extra`` ones; descriptions come from the
     tools' docstrings."""
-    server: MCPServer = MCPServer("atlas", instructions=INSTRUCTIONS)
+    server: MCPServer = AtlasServer("atlas", instructions=INSTRUCTIONS, version=_version())
+    # Atlas has tools only: leave prompts and resources unserved, so the handshake does not
+    # advertise capabilities that would answer empty lists (the SDK registers them always).
+    handlers = server._lowlevel_server._request_handlers
+    for method in UNSERVED:
+        handlers.pop(method, None)
     offered = [*((fn, _HINTS[fn.__name__]) for fn in tools.TOOLS), *extra]
     for fn, hints in offered:
         server.add_tool(

@@ -15,10 +15,24 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from memory.mcp.calls import call
-from memory.mcp.results import chain_out, recall_out, turn_out, written_out
+from memory.mcp.results import (
+    chain_out,
+    profile_out,
+    recall_out,
+    reply_out,
+    turn_out,
+    written_out,
+)
 from memory.selectors import memory_history as history_select
+from memory.selectors import memory_profile
 from memory.services.recall import memory_recall
-from memory.services.writes import memory_forget, memory_turn_record, memory_write
+from memory.services.replies import memory_reply_record
+from memory.services.writes import (
+    memory_forget,
+    memory_turn_record,
+    memory_write,
+    procedure_outcome_record,
+)
 
 MemoryId = Annotated[str, Field(description="A memory id, as returned by recall or write.")]
 
@@ -29,6 +43,11 @@ class Step(BaseModel):
     order: int | None = Field(None, description="Position in the playbook (1 = first).")
     instruction: str = Field(description="What to do in this step.")
     tool: str | None = Field(None, description="The tool or command this step uses, if any.")
+
+
+def _steps(steps: list[Step] | None) -> list[dict[str, object]] | None:
+    """Steps as the services take them: an unset order is left out (list order applies)."""
+    return [step.model_dump(exclude_none=True) for step in steps] if steps is not None else None
 
 
 def _utc(moment: datetime | None) -> datetime | None:
@@ -162,7 +181,7 @@ async def write_memory(
         name=name,
         description=description,
         trigger=trigger,
-        steps=[step.model_dump() for step in steps] if steps is not None else None,
+        steps=_steps(steps),
     )
 
 
@@ -199,4 +218,60 @@ async def memory_history(ctx: Context, memory_id: MemoryId) -> CallToolResult:
     return await call(ctx, history_select, chain_out, memory_id=memory_id)
 
 
-TOOLS = (recall_memory, write_memory, forget_memory, record_turn, memory_history)
+async def record_reply(
+    ctx: Context,
+    text: Annotated[
+        str, Field(description="Your answer to the user, verbatim (or its substance, if long).")
+    ],
+    session_id: Annotated[
+        str | None, Field(description="The same conversation id you gave record_turn.")
+    ] = None,
+    agent: Annotated[str | None, Field(description="Your name, as the recording agent.")] = None,
+) -> CallToolResult:
+    """Record your own answer to the user in episodic memory, after record_turn stored their
+    message, so a later "what did you suggest last time?" can be answered. It runs no recall
+    and is never taken for a fact about the user."""
+    return await call(
+        ctx, memory_reply_record, reply_out, text=text, session_id=session_id, agent=agent
+    )
+
+
+async def record_playbook_outcome(
+    ctx: Context,
+    memory_id: Annotated[str, Field(description="The playbook's id (from recall).")],
+    success: Annotated[bool, Field(description="Did following the playbook work this time?")],
+    refined_steps: Annotated[
+        list[Step] | None,
+        Field(description="Better steps learned this time: they replace the playbook's steps."),
+    ] = None,
+) -> CallToolResult:
+    """Report whether a procedural playbook you followed worked. Successes and failures are
+    counted; refined steps replace the old ones (the playbook's version goes up)."""
+    steps = _steps(refined_steps)
+    return await call(
+        ctx,
+        procedure_outcome_record,
+        written_out,
+        memory_id=memory_id,
+        success=success,
+        refined_steps=steps,
+    )
+
+
+async def about_me(ctx: Context) -> CallToolResult:
+    """What Atlas knows about the user: their current facts and playbooks, and how many
+    memories of each type it holds. For "what do you know about me?"; to look something
+    specific up, use recall_memory."""
+    return await call(ctx, memory_profile, profile_out)
+
+
+TOOLS = (
+    recall_memory,
+    write_memory,
+    forget_memory,
+    record_turn,
+    record_reply,
+    record_playbook_outcome,
+    about_me,
+    memory_history,
+)

@@ -93,12 +93,11 @@ async def mcp_session(
 
 def payload(result: CallToolResult) -> dict[str, Any]:
     """A tool result's JSON (its structured content, checked against the text)."""
-    data = result.structured_content
-    assert isinstance(data, dict)
-    text = result.content[0]
+    assert result.structured_content is None  # the JSON is sent once, as text
+    (text,) = result.content
     assert text.type == "text"
-    if not result.is_error:
-        assert json.loads(text.text) == data
+    data = json.loads(text.text)
+    assert isinstance(data, dict)
     return data
 
 

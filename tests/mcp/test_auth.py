@@ -22,6 +22,9 @@ TOOL_CALLS = {
     "forget_memory": {"memory_id": "0" * 32},
     "record_turn": {"text": "Refused requests record nothing"},
     "memory_history": {"memory_id": "0" * 32},
+    "record_reply": {"text": "Refused requests record no reply"},
+    "record_playbook_outcome": {"memory_id": "0" * 32, "success": True},
+    "about_me": {},
 }
 
 
@@ -210,3 +213,58 @@ def test_an_unhandled_error_before_the_sdk_is_a_json_rpc_500_without_its_text(
     for answer in (response, plain):
         assert SECRET not in answer.text and "RuntimeError" not in answer.text
     assert any(r.exc_info and SECRET in str(r.exc_info[1]) for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("case", "status_message"),
+    [
+        ("no token", "Send 'Authorization: Bearer <token>'."),
+        ("malformed", "The token is malformed."),
+        ("revoked", "The token has been revoked."),
+        ("tenant token on /mcp/", "A tenant token must name the user it acts for"),
+        ("unknown user", "No user 'nobody' in this tenant."),
+        ("another user", "This token acts for one user only and cannot name 'bob'."),
+        ("disabled user", "User 'bob' is disabled"),
+    ],
+)
+def test_the_official_sdk_shows_the_servers_own_refusal(
+    atlas_server: str, people: Any, case: str, status_message: str
+) -> None:
+    """What an SDK user sees is the server's sentence, not "Server returned an error response"
+    or "Not Found": each refusal is a JSON-RPC error body the SDK surfaces as an MCPError."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    acme, alice, bob = people["acme"], people["alice"], people["bob"]
+    if case == "disabled user":
+        User.objects.filter(pk=bob.pk).update(status="disabled")
+    url, token = {
+        "no token": (f"{atlas_server}/mcp/", None),
+        "malformed": (f"{atlas_server}/mcp/", "atlas_nope"),
+        "revoked": (f"{atlas_server}/mcp/", None),
+        "tenant token on /mcp/": (f"{atlas_server}/mcp/", issue(acme)),
+        "unknown user": (f"{atlas_server}/api/atlas/mcp/nobody", issue(acme)),
+        "another user": (f"{atlas_server}/api/atlas/mcp/bob", issue(acme, alice)),
+        "disabled user": (f"{atlas_server}/api/atlas/mcp/bob", issue(acme)),
+    }[case]
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if case == "revoked":
+        raw = issue(acme, alice)
+        token_revoke(token=PlatformToken.objects.get(lookup=raw.split("_")[1]))
+        headers = {"Authorization": f"Bearer {raw}"}
+
+    async def scenario() -> str:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            try:
+                await session.initialize()
+            except MCPError as exc:
+                return str(exc.error.message)
+        raise AssertionError("the session was not refused")
+
+    shown = run(scenario)
+    assert shown.startswith(status_message), shown

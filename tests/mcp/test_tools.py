@@ -5,14 +5,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from tenants.models import AuditEvent, PlatformToken, Tenant, User
 from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pairs, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOL_NAMES = {"recall_memory", "write_memory", "forget_memory", "record_turn", "memory_history"}
+TOOL_NAMES = {
+    "recall_memory",
+    "write_memory",
+    "forget_memory",
+    "record_turn",
+    "record_reply",
+    "record_playbook_outcome",
+    "about_me",
+    "memory_history",
+}
 # The agents app's tools, which the composition root adds to the same server.
 AGENT_TOOL_NAMES = {
     "create_task",
@@ -196,8 +208,12 @@ def test_bad_arguments_are_a_tool_error_not_a_crash(
             return too_many, empty
 
     too_many, empty = run(scenario)
-    assert too_many.is_error and "k" in too_many.content[0].text
-    assert empty.is_error and payload(empty)["error"]["code"] == "empty_text"
+    schema_error, domain_error = payload(too_many)["error"], payload(empty)["error"]
+    assert too_many.is_error and schema_error["code"] == "invalid_arguments"
+    assert schema_error["message"].startswith("Invalid arguments: k: ")
+    assert "validation error" not in schema_error["message"]  # not pydantic's raw text
+    assert empty.is_error and domain_error["code"] == "empty_text"
+    assert set(schema_error) == set(domain_error) == {"code", "message", "request_id"}
 
 
 def test_forget_deletes_and_the_audit_names_the_token(
@@ -329,3 +345,103 @@ def test_a_tool_whose_service_fails_unexpectedly_is_a_tool_error_without_its_tex
     assert error["code"] == "internal_error" and error["request_id"]
     assert secret not in result.content[0].text and "RuntimeError" not in result.content[0].text
     assert secret not in json.dumps(error)
+
+
+def test_the_assistant_side_outcomes_and_about_me(atlas_server: str, acme: Tenant, alice: User):
+    """record_reply keeps the assistant's answer (recallable, source assistant, no recall run),
+    record_playbook_outcome counts and refines a playbook, about_me lists current facts and
+    playbooks with counts; results are compact (no empty fields, the payload once)."""
+    token = issue(acme, alice)
+
+    async def scenario() -> dict[str, Any]:
+        async with mcp_session(_own(atlas_server), token) as session:
+            await session.call_tool("record_turn", {"text": "My printer jams on duplex jobs"})
+            reply = payload(
+                await session.call_tool(
+                    "record_reply",
+                    {"text": "I suggested cleaning the duplex rollers", "agent": "bot"},
+                )
+            )
+            old = payload(
+                await session.call_tool(
+                    "write_memory", {"memory_type": "semantic", "text": "Alice prints in colour"}
+                )
+            )["memory"]
+            await session.call_tool(
+                "write_memory",
+                {
+                    "memory_type": "semantic",
+                    "text": "Alice prints in black and white",
+                    "supersedes": [old["id"]],
+                },
+            )
+            play = payload(
+                await session.call_tool(
+                    "write_memory",
+                    {
+                        "memory_type": "procedural",
+                        "text": "Clear a duplex jam",
+                        "name": "duplex jam",
+                        "steps": [{"instruction": "Open the back door"}],
+                    },
+                )
+            )["memory"]
+            outcome = payload(
+                await session.call_tool(
+                    "record_playbook_outcome",
+                    {
+                        "memory_id": play["id"],
+                        "success": True,
+                        "refined_steps": [
+                            {"instruction": "Open the back door"},
+                            {"instruction": "Pull the roller"},
+                        ],
+                    },
+                )
+            )["memory"]
+            recalled = payload(
+                await session.call_tool(
+                    "recall_memory",
+                    {"query": "what did you suggest for the duplex?", "memory_types": ["episodic"]},
+                )
+            )
+            about = payload(await session.call_tool("about_me", {}))
+            return {"reply": reply, "outcome": outcome, "recalled": recalled, "about": about}
+
+    got = run(scenario)
+    episode = got["reply"]["episode"]
+    assert episode["source"] == "assistant" and episode["memory_type"] == "episodic"
+    assert "recalled" not in got["reply"]
+    assert got["outcome"]["success_count"] == 1 and got["outcome"]["version"] == 2
+    assert [s["instruction"] for s in got["outcome"]["steps"]][-1] == "Pull the roller"
+    texts = [m["text"] for m in got["recalled"]["memories"]]
+    assert "I suggested cleaning the duplex rollers" in texts
+    about = got["about"]
+    assert [f["text"] for f in about["facts"]] == ["Alice prints in black and white"]
+    assert [p["name"] for p in about["playbooks"]] == ["duplex jam"]
+    assert about["counts"] == {"episodic": 2, "semantic": 2, "procedural": 1}
+    assert all(v not in (None, [], {}) for f in about["facts"] for v in f.values())
+    assert AuditEvent.objects.filter(action="memory.reply", subject_user=alice).count() == 1
+
+
+def test_the_handshake_reports_the_version_and_only_tools(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    from importlib import metadata
+
+    token = issue(acme, alice)
+    headers = {"Authorization": f"Bearer {token}"}
+
+    async def scenario() -> Any:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(_own(atlas_server), http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            return await session.initialize()
+
+    init = run(scenario)
+    assert init.server_info.name == "atlas"
+    assert init.server_info.version == metadata.version("atlas") != ""
+    assert init.capabilities.tools is not None
+    assert init.capabilities.prompts is None and init.capabilities.resources is None
