@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
@@ -79,7 +80,7 @@ def internal_failure() -> CallToolResult:
     return _tool_error(INTERNAL_ERROR, INTERNAL_MESSAGE)
 
 
-def invalid_arguments(errors: list[dict[str, Any]]) -> CallToolResult:
+def invalid_arguments(errors: Sequence[Mapping[str, Any]]) -> CallToolResult:
     """Arguments that break the tool's schema, in the shape of a domain error: each field and
     what is wrong with it (never the rejected value: it is the caller's data)."""
     problems = sorted(
