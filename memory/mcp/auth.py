@@ -173,8 +173,14 @@ class BearerAuth:
         self, scope: Scope, receive: Receive, send: Send, rid: str, external_id: str | None
     ) -> None:
         """Refuse (``AtlasError``) or hand the request to ``app`` with its identity."""
-        if not _host_allowed(_header(scope, "host")):
-            raise AtlasValidationError("Invalid Host header.", code="bad_host")
+        host = _header(scope, "host")
+        if not _host_allowed(host):
+            domain = split_domain_port(host)[0] or host
+            raise AtlasValidationError(
+                f"Invalid Host header {domain[:100]!r}: add it to ALLOWED_HOSTS (comma "
+                "separated) to serve it.",
+                code="bad_host",
+            )
         # In a worker thread, not Django's one shared sync thread (see ``tools.call``).
         resolve = sync_to_async(_resolve_in_request, thread_sensitive=False)
         token, user = await resolve(_header(scope, "authorization"), external_id)

@@ -162,7 +162,8 @@ def test_it_refuses_a_host_outside_allowed_hosts(atlas_server: str, people: Any)
         headers={"Authorization": f"Bearer {token}", "Host": "evil.example"},
         timeout=30,
     )
-    _refused(response, 400, "bad_host")
+    error = _refused(response, 400, "bad_host")
+    assert "'evil.example'" in error["message"] and "ALLOWED_HOSTS" in error["message"]
 
 
 def test_it_echoes_a_well_formed_request_id(atlas_server: str, people: Any) -> None:

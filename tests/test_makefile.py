@@ -1,0 +1,41 @@
+"""What `make run` would do, read from make's dry run (nothing is installed or served): the
+runtime-only install, and the Host headers it accepts with HOST=0.0.0.0."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def dry_run(tmp_path: Path, *args: str) -> str:
+    """``make -n`` in a copy holding only the Makefile and pyproject (a fresh clone's view)."""
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    done = subprocess.run(
+        ["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def test_run_installs_the_runtime_only_and_test_adds_the_dev_extra(tmp_path: Path) -> None:
+    run = dry_run(tmp_path, "run")
+    test = dry_run(tmp_path, "test")
+
+    assert "pip install --quiet -e .\n" in run and ".[dev]" not in run
+    assert "-e '.[dev]'" in test
+
+
+def test_host_0_0_0_0_accepts_other_hosts_and_the_default_stays_local(tmp_path: Path) -> None:
+    everywhere = dry_run(tmp_path, "run", "HOST=0.0.0.0")
+    local = dry_run(tmp_path, "run")
+
+    assert 'ALLOWED_HOSTS="${ALLOWED_HOSTS:-*}"' in everywhere
+    assert 'ALLOWED_HOSTS="${ALLOWED_HOSTS:-127.0.0.1,localhost,127.0.0.1}"' in local
+
+
+def test_reset_demo_passes_reset(tmp_path: Path) -> None:
+    assert "atlas_demo" in dry_run(tmp_path, "run") and "--reset" not in dry_run(tmp_path, "run")
+    assert "--reset" in dry_run(tmp_path, "run", "RESET_DEMO=1")
