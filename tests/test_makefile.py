@@ -14,8 +14,9 @@ def dry_run(tmp_path: Path, *args: str) -> str:
     """``make -n`` in a copy holding only the Makefile and pyproject (a fresh clone's view)."""
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
-    done = subprocess.run(
-        ["make", "-n", *args], cwd=tmp_path, capture_output=True, text=True, check=True
+    make = shutil.which("make") or "make"
+    done = subprocess.run(  # noqa: S603 - fixed arguments
+        [make, "-n", *args], cwd=tmp_path, capture_output=True, text=True, check=True
     )
     return done.stdout
 

@@ -148,3 +148,31 @@ redis_stop() {
   done
   log "redis: stopped"
 }
+
+# The atlas-analysis plugin's source hash: file contents and paths relative to the source
+# folder only, so every checkout of one commit (a worktree, a second clone, CI's fresh clone)
+# hashes the same and none rebuilds the plugin and restarts the node another one is using.
+plugin_source_hash() {
+  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) |
+    sha256sum | cut -d' ' -f1
+}
+
+# The stamp earlier up.sh versions wrote (absolute paths in it: one value per checkout).
+legacy_plugin_source_hash() {
+  find "$1" -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+}
+
+# plugin_up_to_date SRC PLUGIN_DIR ES_VERSION: true when the installed plugin was built from
+# SRC's content for ES_VERSION. A stamp in the legacy form from this same checkout is
+# rewritten in the new form (same source, nothing to rebuild).
+plugin_up_to_date() {
+  local src=$1 dir=$2 version=$3 want have
+  [[ -f $dir/atlas-analysis.jar ]] || return 1
+  want="$(plugin_source_hash "$src") $version"
+  have="$(cat "$dir/source.sha256" 2>/dev/null)"
+  if [[ $have != "$want" && $have == "$(legacy_plugin_source_hash "$src") $version" ]]; then
+    echo "$want" >"$dir/source.sha256"
+    have=$want
+  fi
+  [[ $have == "$want" ]]
+}

@@ -154,8 +154,8 @@ es_install_analysis_plugin() {
     return 0
   fi
   local want
-  want="$(find "$PLUGIN_SRC" -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1) $ES_VERSION"
-  if [[ -f $PLUGIN_DIR/atlas-analysis.jar && $(cat "$PLUGIN_DIR/source.sha256" 2>/dev/null) == "$want" ]]; then
+  want="$(plugin_source_hash "$PLUGIN_SRC") $ES_VERSION"
+  if plugin_up_to_date "$PLUGIN_SRC" "$PLUGIN_DIR" "$ES_VERSION"; then
     log "atlas-analysis plugin up to date"
     return 0
   fi
