@@ -17,6 +17,7 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
+from atlas_platform.cluster import get_cluster
 from tenants.admin import charts
 from tenants.models import Tenant
 from tenants.selectors import tenant_key_ages
@@ -41,6 +42,9 @@ def render_panel(template: str, **context: object) -> SafeString:
 
 def key_ages_panel(request: HttpRequest, tenant: Tenant) -> Panel:
     policy = tenant.key_rotation_days
+    title = f"Scoped key ages (rotation policy: {policy} days)"
+    if get_cluster() is None:  # the embedded default: there is no key to make or rotate
+        return Panel("keys", title, render_panel("keys.html", no_cluster=True, policy=policy))
     rows = tenant_key_ages(tenant=tenant)
     groups = {
         f"< {policy // 2} d": 0,
@@ -57,11 +61,17 @@ def key_ages_panel(request: HttpRequest, tenant: Tenant) -> Panel:
         else:
             groups[names[0] if status.age < timedelta(days=policy / 2) else names[1]] += 1
     chart = charts.stacked_bars("Keys by age", names, {"keys": list(groups.values())})
-    overdue = [row for row in rows if row[1].state in ("stale", "missing", "pending_invalidation")]
+    # Only a cluster-enforced tenant's reads need a key: elsewhere a missing one is no fault.
+    needs = (
+        "stale",
+        "pending_invalidation",
+        *(("missing",) if not tenant.isolation_is_weaker else ()),
+    )
+    overdue = [row for row in rows if row[1].state in needs]
     body = render_panel(
         "keys.html", rows=rows[:KEY_ROWS], policy=policy, chart=chart, overdue=len(overdue)
     )
-    return Panel("keys", f"Scoped key ages (rotation policy: {policy} days)", body)
+    return Panel("keys", title, body)
 
 
 PANELS: list[PanelFn] = [key_ages_panel]

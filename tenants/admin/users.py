@@ -146,7 +146,7 @@ class UserAdmin(ScopedModelAdmin):
             rotate,
             "Rotated keys of",
             label=external_id,
-            failure="{label}: rotation failed, old key still valid. {message}",
+            failure="{label}: not rotated, nothing changed (a current key stays valid). {message}",
         )
 
     @admin.action(description="Provision scoped key", permissions=["act"])

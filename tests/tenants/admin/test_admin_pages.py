@@ -149,8 +149,35 @@ def test_the_rotate_action_during_an_outage_reports_it_and_keeps_the_old_key(
         follow=True,
     )
 
-    assert "rotation failed, old key still valid" in response.content.decode()
+    assert "not rotated, nothing changed (a current key stays valid)" in (response.content.decode())
     assert alice.current_key() == old
+
+
+def test_rotating_a_user_without_a_key_says_there_is_none(es, alice, acme_client):
+    response = acme_client.post(
+        reverse("admin:tenants_user_changelist"),
+        {"action": "rotate_key", "_selected_action": [alice.pk]},
+        follow=True,
+    )
+
+    page = response.content.decode()
+    assert "The user has no active key to rotate: provision one." in page
+    assert "old key still valid" not in page
+
+
+def test_the_add_form_ticks_provision_key_only_with_a_cluster(acme, acme_client, settings):
+    settings.ATLAS_ES_URL = ""
+    without = acme_client.get(reverse("admin:tenants_user_add")).content.decode()
+    settings.ATLAS_ES_URL = "http://127.0.0.1:59200"
+    with_cluster = acme_client.get(reverse("admin:tenants_user_add")).content.decode()
+
+    def ticked(page: str) -> bool:
+        start = page.index('name="provision_key"')
+        return "checked" in page[start : page.index(">", start)]
+
+    assert not ticked(without) and ticked(with_cluster)
+    # a one-tenant admin finds their tenant chosen already
+    assert f'<option value="{acme.pk}" selected>' in without
 
 
 def test_a_token_secret_is_shown_exactly_once(acme, alice, acme_client):

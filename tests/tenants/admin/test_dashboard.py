@@ -116,6 +116,7 @@ def test_keys_older_than_the_rotation_policy_are_flagged(es, acme, acme_client):
     from tenants.services.scoped_keys import scoped_key_provision
 
     acme.key_rotation_days = 30
+    acme.isolation_mode = "dls"  # its reads need keys: a missing one is flagged
     acme.save()
     fresh, old = (User.objects.create(tenant=acme, external_id=n) for n in ("fresh", "oldkey"))
     User.objects.create(tenant=acme, external_id="nokey")
@@ -131,6 +132,22 @@ def test_keys_older_than_the_rotation_policy_are_flagged(es, acme, acme_client):
     assert table.index("oldkey") < table.index("fresh")  # oldest first
     assert "45 d" in table and "stale" in table and "missing" in table
     assert "&gt; 30 d (rotate)" in page  # the age chart's bucket
+
+
+def test_a_filter_tenant_is_not_told_its_users_need_keys(es, acme, alice, acme_client):
+    page = acme_client.get(board(acme)).content.decode()
+
+    assert "Every key is within the policy." in page
+    assert "need a key" not in page
+
+
+def test_without_a_cluster_the_key_panel_says_none_are_needed(
+    store, no_cluster, acme, alice, acme_client
+):
+    page = acme_client.get(board(acme)).content.decode()
+
+    assert "No search cluster is configured" in page and "need no scoped keys" in page
+    assert "need a key" not in page and 'id="key-ages"' not in page
 
 
 def test_a_panel_that_fails_says_so_instead_of_breaking_the_page(
