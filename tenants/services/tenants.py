@@ -155,6 +155,38 @@ def tenant_update(*, tenant: Tenant, **changes: Any) -> Tenant:
     return tenant
 
 
+def tenant_isolation_set(*, tenant: Tenant, mode: str) -> Tenant:
+    """Switch a tenant's isolation mode. ``dls`` needs every active user to hold an active
+    scoped key (reads fail closed without one), so it is refused until they do."""
+    if mode not in Tenant.IsolationMode.values:
+        raise ValidationError(f"Unknown isolation mode {mode!r}.", code="bad_mode")
+    if mode == Tenant.IsolationMode.DLS:
+        keyless = (
+            User.objects.filter(tenant=tenant, status=User.Status.ACTIVE)
+            .exclude(scoped_keys__status=ScopedKey.Status.ACTIVE)
+            .values_list("external_id", flat=True)
+        )
+        if missing := sorted(keyless)[:10]:
+            raise Conflict(
+                f"Users without a scoped key: {', '.join(missing)}; provision their keys first.",
+                code="keys_missing",
+            )
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        before = tenant.isolation_mode
+        if before == mode:
+            return tenant
+        tenant.isolation_mode = mode
+        tenant.save(update_fields=["isolation_mode"])
+        audit_record(
+            action="tenant.isolation",
+            tenant=tenant,
+            target=tenant,
+            metadata={"changed": {"isolation_mode": [before, mode]}},
+        )
+    return tenant
+
+
 def _set_status(tenant: Tenant, status: str, action: str) -> Tenant:
     with transaction.atomic():
         tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
