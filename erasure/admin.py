@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from atlas_platform.exceptions import AtlasError
 from erasure.models import ErasureProgress, ForgetRequest
+from erasure.selectors import forget_request_preview
 from erasure.services import (
     OperatorPrincipal,
     forget_request_approve,
@@ -240,11 +241,34 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         return HttpResponseRedirect(reverse("admin:erasure_forgetrequest_change", args=[pk]))
 
     def approve_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        return require_POST(
-            lambda r: self._decide(
-                r, pk, lambda obj, by: forget_request_approve(request=obj, by=by), "approved"
+        """A confirmation step first (what would be erased, counted per index), then the
+        decision: only a POST with ``confirm`` approves."""
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            return self._decide(
+                request, pk, lambda obj, by: forget_request_approve(request=obj, by=by), "approved"
             )
-        )(request)
+        obj = self._reachable(request, pk)
+        if not self.has_act_permission(request, obj):
+            raise PermissionDenied
+        try:
+            counts = forget_request_preview(request=obj)
+        except AtlasError as exc:
+            counts, problem = None, exc.public[0]
+        else:
+            problem = ""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Approve forget request {obj.pk}?",
+            "opts": self.opts,
+            "original": obj,
+            "counts": counts,
+            "total": sum(counts.values()) if counts else None,
+            "problem": problem,
+            "four_eyes": obj.tenant.erasure_requires_second_operator,
+        }
+        return TemplateResponse(
+            request, "admin/erasure/forgetrequest/confirm_approve.html", context
+        )
 
     def reject_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         form = RejectForm(request.POST or None)

@@ -78,6 +78,13 @@ class Tenant(models.Model):
             "creates the user (and their scoped key on a cluster-enforced tenant) first."
         ),
     )
+    erasure_requires_second_operator = models.BooleanField(
+        default=False,
+        help_text=(
+            "Four eyes: a forget request must be approved by an operator other than the one "
+            "who opened it."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

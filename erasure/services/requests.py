@@ -170,8 +170,16 @@ def _enqueue(request_id: int) -> None:
 
 
 def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRequest:
-    """Approve a pending request and queue its job (after the commit)."""
+    """Approve a pending request and queue its job (after the commit). Where the tenant asks
+    for four eyes (``erasure_requires_second_operator``), the operator who opened the request
+    may not approve it."""
     operator = _require_decider(by, request)
+    if request.tenant.erasure_requires_second_operator and _opened_by(request, operator):
+        raise PermissionDenied(
+            "This tenant requires a second operator: the one who opened a forget request "
+            "cannot approve it.",
+            code="second_operator_required",
+        )
     with transaction.atomic():
         request = _locked(request)
         if request.status != ForgetRequest.Status.PENDING:
@@ -194,6 +202,12 @@ def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRe
         _audit(request, "forget_request.approve")
         _enqueue(request.pk)
     return request
+
+
+def _opened_by(request: ForgetRequest, operator: OperatorPrincipal) -> bool:
+    return request.requested_by_type == "operator" and request.requested_by_id == str(
+        operator.account.pk
+    )
 
 
 def forget_request_reject(*, request: ForgetRequest, by: Principal, reason: str) -> ForgetRequest:

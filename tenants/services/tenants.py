@@ -33,6 +33,7 @@ TUNABLE_FIELDS = (
     "consolidation_confidence_floor",
     "key_rotation_days",
     "auto_provision_users",
+    "erasure_requires_second_operator",
 )
 
 
