@@ -60,7 +60,14 @@ def test_a_tenant_admin_opens_and_approves_a_forget_request_and_reads_its_receip
     opened.refresh_from_db()
     assert opened.status == ForgetRequest.Status.PENDING
 
-    # Approve: the worker erases; the page shows done, then the receipt.
+    # Approve: a confirmation page counts what goes (per index, no texts), then the worker
+    # erases; the page shows done, then the receipt.
+    page.click("input[name=approve]")
+    page.wait_for_selector("#approve-confirmation")
+    preview = page.inner_text("#erasure-preview")
+    assert "semantic\t2" in preview and "total\t2" in preview, preview
+    assert seeded["old"].text not in page.content()
+    shot(page, "forget-confirm")
     page.click("input[name=approve]")
     deadline = time.monotonic() + DONE_TIMEOUT_S
     while opened.status not in (ForgetRequest.Status.DONE, ForgetRequest.Status.FAILED):

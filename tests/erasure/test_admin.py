@@ -76,14 +76,71 @@ def test_an_admin_approves_and_the_job_is_queued(
 ):
     pending = requests["acme"]
     page = acme_client.get(url("change", pending.pk)).content.decode()
+    confirm = acme_client.get(url("approve", pending.pk))
+    unconfirmed = acme_client.post(url("approve", pending.pk))  # no confirm: the page again
+    pending.refresh_from_db()
+    assert unconfirmed.status_code == 200 and pending.status == "pending"
 
     with django_capture_on_commit_callbacks() as queued:
-        response = acme_client.post(url("approve", pending.pk))
+        response = acme_client.post(url("approve", pending.pk), {"confirm": "yes"})
 
     assert "Approve and erase" in page and "Reject" in page
+    assert confirm.status_code == 200 and "Yes, erase them" in confirm.content.decode()
     assert response.status_code == 302 and len(queued) == 1
     pending.refresh_from_db()
     assert pending.status == "approved" and pending.approver_label == "acme-admin"
+
+
+def test_the_confirmation_counts_what_would_be_erased_per_index_without_texts(
+    alice, bob, acme_admin, acme_client
+):
+    facts = [
+        memory_write(user=alice, text=f"Alice's secret number {n}", memory_type="semantic")
+        for n in range(3)
+    ]
+    memory_write(user=alice, text="Alice's other secret", memory_type="semantic")
+    memory_write(user=bob, text="Bob's secret", memory_type="semantic")
+    chosen = forget_request_open(
+        user=alice, scope="ids", memory_ids=[f.id for f in facts[:2]], by=op(acme_admin)
+    )
+    whole = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+
+    ids_page = acme_client.get(url("approve", chosen.pk)).content.decode()
+    user_page = acme_client.get(url("approve", whole.pk)).content.decode()
+
+    table = ids_page[ids_page.index('id="erasure-preview"') :]
+    assert '<td>semantic</td><td class="count">2</td>' in table
+    assert '<td>episodic</td><td class="count">0</td>' in table
+    assert '<td>semantic</td><td class="count">4</td>' in user_page  # Bob's not counted
+    assert "secret" not in ids_page and "secret" not in user_page  # counts, never texts
+
+
+def test_a_tenant_with_four_eyes_needs_a_second_operator(alice, acme, acme_admin, acme_client):
+    from tenants.models import Operator
+    from tests.conftest import _operator, login
+
+    acme.erasure_requires_second_operator = True
+    acme.save()
+    opened = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+
+    own = acme_client.post(url("approve", opened.pk), {"confirm": "yes"}, follow=True)
+    opened.refresh_from_db()
+    assert opened.status == "pending"
+    assert "the one who opened a forget request cannot approve it" in own.content.decode()
+
+    second = _operator("acme-second", Operator.Role.TENANT_ADMIN, acme)
+    login(second).post(url("approve", opened.pk), {"confirm": "yes"})
+    opened.refresh_from_db()
+    assert opened.status == "approved" and opened.approver_label.startswith("acme-second")
+
+
+def test_without_four_eyes_the_opener_may_approve(alice, acme_admin, acme_client):
+    opened = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+
+    acme_client.post(url("approve", opened.pk), {"confirm": "yes"})
+
+    opened.refresh_from_db()
+    assert opened.status == "approved"
 
 
 def test_an_admin_rejects_with_a_reason(requests, acme_client):
@@ -120,8 +177,14 @@ def test_another_tenants_request_cannot_be_seen_or_decided(requests, acme_client
     assert foreign.status == "pending"
 
 
-def test_decisions_need_a_post(requests, acme_client):
-    assert acme_client.get(url("approve", requests["acme"].pk)).status_code == 405
+def test_decisions_need_a_confirmed_post(requests, acme_client):
+    pending = requests["acme"]
+
+    assert acme_client.get(url("approve", pending.pk)).status_code == 200  # the confirmation
+    assert acme_client.get(url("approve", pending.pk), {"confirm": "yes"}).status_code == 200
+    assert acme_client.get(url("reject", pending.pk)).status_code == 405
+    pending.refresh_from_db()
+    assert pending.status == "pending"
 
 
 def test_a_failed_request_is_retried_by_the_list_action(
@@ -147,7 +210,7 @@ def test_the_receipt_page_shows_counts_and_ids_only(
     fact = memory_write(user=alice, text="Alice's cat is called Whiskers", memory_type="semantic")
     request = forget_request_open(user=alice, scope="ids", memory_ids=[fact.id], by=op(acme_admin))
     with django_capture_on_commit_callbacks():
-        acme_client.post(url("approve", request.pk))
+        acme_client.post(url("approve", request.pk), {"confirm": "yes"})
     forget_request_execute(request_id=request.pk)
 
     detail = acme_client.get(url("change", request.pk)).content.decode()
