@@ -200,7 +200,7 @@ def gauss_decay(age_days: float, ranking: Ranking) -> float:
 
 
 def signal_multiplier(doc: MemoryDoc, ranking: Ranking, now: datetime) -> float:
-    """The per-document factor both legs multiply into their raw score (DESIGN §4.2):
+    """The per-document factor both legs multiply into their raw score:
 
     - episodic: gauss decay on ``timestamp``; semantic: gauss decay on ``last_used_at``
       (falling back to ``created_at`` when never used) times ``1 + log10(1 + use_count) * w``;
