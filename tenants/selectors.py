@@ -42,6 +42,19 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     return user
 
 
+def tenant_user(*, tenant_id: int, external_id: str) -> User:
+    """A user of the tenant by external id, in any status, keys prefetched (404 otherwise)."""
+    user = (
+        User.objects.select_related("tenant")
+        .prefetch_related("scoped_keys")
+        .filter(tenant_id=tenant_id, external_id=external_id)
+        .first()
+    )
+    if user is None:
+        raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
+    return user
+
+
 def raise_disabled(user: User) -> NoReturn:
     raise PermissionDenied(
         f"User {user.external_id!r} is disabled; enable them again (POST "

@@ -13,13 +13,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from atlas_platform.exceptions import NotFound, PermissionDenied
+from atlas_platform.exceptions import PermissionDenied
 from atlas_platform.openapi import READ_ERRORS, USER_ID, WRITE_ERRORS, errors
 from atlas_platform.views import parsed
 from tenants.api import serializers as s
 from tenants.api.base import TokenApiView
 from tenants.models import PlatformToken, User
-from tenants.selectors import user_key_status, user_page
+from tenants.selectors import tenant_user, user_key_status, user_page
 from tenants.services.users import user_provision, user_set_status
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,15 +58,7 @@ class ProvisioningView(TokenApiView):
 
     def named_user(self, external_id: str) -> User:
         """The token's tenant's user by external id, in any status (404 otherwise)."""
-        user = (
-            User.objects.select_related("tenant")
-            .prefetch_related("scoped_keys")
-            .filter(tenant_id=self.token.tenant_id, external_id=external_id)
-            .first()
-        )
-        if user is None:
-            raise NotFound(f"No user {external_id!r} in this tenant.", code="user_not_found")
-        return user
+        return tenant_user(tenant_id=self.token.tenant_id, external_id=external_id)
 
 
 class UsersView(ProvisioningView):

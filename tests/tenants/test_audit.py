@@ -13,6 +13,7 @@ from tenants.services.scoped_keys import (
     scoped_key_rotate,
 )
 from tenants.services.tenants import (
+    tenant_isolation_set,
     tenant_onboard,
     tenant_reactivate,
     tenant_suspend,
@@ -60,6 +61,21 @@ def test_every_tenant_service_leaves_exactly_one_event(acme, alice):
     issued = token_issue(tenant=acme, user=alice, name="bot")
     one_event("token.revoke", lambda: token_revoke(token=issued.token))
     assert AuditEvent.objects.filter(action="token.issue").count() == 1
+
+
+def test_the_isolation_switch_leaves_one_event_once_every_user_has_a_key(acme, alice):
+    from atlas_platform.exceptions import Conflict
+    from tenants.models import User
+
+    before = AuditEvent.objects.count()
+    with pytest.raises(Conflict, match="alice"):
+        tenant_isolation_set(tenant=acme, mode="dls")
+    assert AuditEvent.objects.count() == before and acme.isolation_mode == "filter"
+    User.objects.filter(pk=alice.pk).update(status="disabled")  # a disabled user needs none
+
+    event = one_event("tenant.isolation", lambda: tenant_isolation_set(tenant=acme, mode="dls"))
+
+    assert event.metadata == {"changed": {"isolation_mode": ["filter", "dls"]}}
 
 
 def test_every_key_service_leaves_exactly_one_event(es, alice):
