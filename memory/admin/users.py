@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from memory.admin.inspector import MemoryInspector
-from memory.mcp.client_config import client_configs, own_user_mcp_url, user_mcp_url
+from memory.mcp.client_config import client_snippets, own_user_mcp_url, user_mcp_url
 from tenants.admin.users import site_url
 from tenants.models import User
 
@@ -49,11 +49,30 @@ def mcp_client_config(user: User) -> SafeString:
     base = site_url()
     url = user_mcp_url(base, user.external_id)
     issue = reverse("admin:tenants_platformtoken_add")
+    snippets = format_html_join(
+        "",
+        '<div class="mcp-snippet"><p><strong>{}</strong> <button type="button" '
+        'class="button copy-snippet" data-target="mcp-snippet-{}">Copy</button></p>'
+        '<pre id="mcp-snippet-{}">{}</pre></div>',
+        ((title, n, n, text) for n, (title, text) in enumerate(client_snippets(url))),
+    )
     return format_html(
-        "<p>Replace <code>&lt;ATLAS_TOKEN&gt;</code> with a token for this user or for the "
-        'tenant: <a href="{}">issue one under Platform tokens</a> (shown once). A token of '
-        "this user alone may also use <code>{}</code>.</p><pre>{}</pre>",
+        "<p>Use a token for this user or for the tenant (<code>&lt;ATLAS_TOKEN&gt;</code>, or "
+        'the <code>ATLAS_TOKEN</code> environment variable): <a href="{}">issue one under '
+        "Platform tokens</a> (shown once). A token of this user alone may also use "
+        "<code>{}</code>.</p>{}<script>{}</script>",
         issue,
         own_user_mcp_url(base),
-        client_configs(url),
+        snippets,
+        SafeString(COPY_SCRIPT),
     )
+
+
+# The copy buttons: the snippet's text to the clipboard (no library, nothing loaded).
+COPY_SCRIPT = (
+    "document.querySelectorAll('.copy-snippet').forEach(function (b) {"
+    "b.addEventListener('click', function () {"
+    "var t = document.getElementById(b.dataset.target).textContent;"
+    "navigator.clipboard.writeText(t).then(function () { b.textContent = 'Copied'; });"
+    "});});"
+)

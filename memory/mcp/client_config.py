@@ -22,31 +22,53 @@ def _json(value: object) -> str:
     return json.dumps(value, indent=2)
 
 
-def client_configs(url: str) -> str:
-    """Claude Code, Claude Desktop, Cursor and a generic streamable-HTTP request for ``url``."""
+TOKEN_ENV = "ATLAS_TOKEN"  # noqa: S105 - the name of an environment variable
+
+
+def client_snippets(url: str) -> list[tuple[str, str]]:
+    """(title, text) per client for ``url``: Claude Code, Claude Desktop, Cursor and a generic
+    streamable-HTTP request. No snippet holds a token: Claude Code's ``.mcp.json`` (usually
+    committed) reads it from ``$ATLAS_TOKEN``, which Claude Code expands; mcp-remote gets the
+    header through ``env`` (a space inside ``args`` breaks on Windows, as mcp-remote documents)."""
     header = f"Bearer {TOKEN_PLACEHOLDER}"
     plain = ["--allow-http"] if url.startswith("http://") else []  # mcp-remote wants https
     claude_code = {
-        "mcpServers": {"atlas": {"type": "http", "url": url, "headers": {"Authorization": header}}}
+        "mcpServers": {
+            "atlas": {
+                "type": "http",
+                "url": url,
+                "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"},
+            }
+        }
     }
     desktop = {
         "mcpServers": {
             "atlas": {
                 "command": "npx",
-                "args": ["-y", "mcp-remote", url, "--header", f"Authorization:{header}", *plain],
+                "args": [
+                    "-y",
+                    "mcp-remote",
+                    url,
+                    "--header",
+                    "Authorization:${AUTH_HEADER}",
+                    *plain,
+                ],
+                "env": {"AUTH_HEADER": header},
             }
         }
     }
     cursor = {"mcpServers": {"atlas": {"url": url, "headers": {"Authorization": header}}}}
-    return "\n\n".join(
-        [
-            f"# Claude Code: .mcp.json (or: claude mcp add --transport http atlas {url} "
-            f'--header "Authorization: {header}")\n{_json(claude_code)}',
-            "# Claude Desktop: claude_desktop_config.json (remote server through mcp-remote)\n"
-            + _json(desktop),
-            f"# Cursor: ~/.cursor/mcp.json\n{_json(cursor)}",
-            "# Any streamable-HTTP MCP client\n"
+    return [
+        (
+            f"Claude Code: .mcp.json (export {TOKEN_ENV}=<token> first; or: claude mcp add "
+            f'--transport http atlas {url} --header "Authorization: {header}")',
+            _json(claude_code),
+        ),
+        ("Claude Desktop: claude_desktop_config.json (through mcp-remote)", _json(desktop)),
+        ("Cursor: ~/.cursor/mcp.json", _json(cursor)),
+        (
+            "Any streamable-HTTP MCP client",
             f"POST {url}\nAuthorization: {header}\n"
             "Content-Type: application/json\nAccept: application/json, text/event-stream",
-        ]
-    )
+        ),
+    ]
