@@ -20,6 +20,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.confirm import confirmation
 from tenants.admin.dashboard import dashboard_panels
 from tenants.admin.forms import TenantOnboardForm
 from tenants.admin.site import site
@@ -158,8 +159,20 @@ class TenantAdmin(ScopedModelAdmin):
         return HttpResponseRedirect(reverse("admin:tenants_tenant_change", args=[result.tenant.pk]))
 
     @admin.action(description="Suspend selected tenants", permissions=["suspend"])
-    def suspend(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+    def suspend(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> HttpResponse | None:
+        page = confirmation(
+            self,
+            request,
+            queryset,
+            action="suspend",
+            title="Suspend tenants",
+            consequence="Every token of these tenants stops working at once (their agents get "
+            "401 tenant_suspended) until a platform admin reactivates them; nothing is deleted.",
+        )
+        if page is not None:
+            return page
         self.each(request, queryset, lambda t: tenant_suspend(tenant=t), "Suspended", label=_slug)
+        return None
 
     @admin.action(description="Reactivate selected tenants", permissions=["suspend"])
     def reactivate(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:

@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.confirm import confirmation
 from tenants.admin.forms import OperatorAddForm, TokenIssueForm
 from tenants.admin.site import site
 from tenants.models import Operator, PlatformToken, ScopedKey
@@ -87,10 +88,24 @@ class PlatformTokenAdmin(ScopedModelAdmin):
         return token_issued_page(self, request, issued)
 
     @admin.action(description="Revoke selected tokens", permissions=["act"])
-    def revoke(self, request: HttpRequest, queryset: QuerySet[PlatformToken]) -> None:
+    def revoke(
+        self, request: HttpRequest, queryset: QuerySet[PlatformToken]
+    ) -> HttpResponse | None:
+        page = confirmation(
+            self,
+            request,
+            queryset,
+            action="revoke",
+            title="Revoke tokens",
+            consequence="Agents using these tokens are refused from their next request on "
+            "(401 token_revoked). A revoked token cannot be restored: issue a new one.",
+        )
+        if page is not None:
+            return page
         self.each(
             request, queryset, lambda t: token_revoke(token=t), "Revoked", label=lambda t: t.name
         )
+        return None
 
 
 @admin.register(ScopedKey, site=site)

@@ -210,16 +210,36 @@ def test_issuing_a_token_with_bad_input_is_refused(acme, alice, acme_client):
     assert not PlatformToken.objects.exists()
 
 
-def test_the_revoke_action_revokes(acme, alice, acme_client):
+def test_the_revoke_action_asks_first_then_revokes(acme, alice, acme_client):
     issued = token_issue(tenant=acme, user=alice, name="bot")
+    changelist = reverse("admin:tenants_platformtoken_changelist")
+    chosen = {"action": "revoke", "_selected_action": [issued.token.pk]}
 
-    acme_client.post(
-        reverse("admin:tenants_platformtoken_changelist"),
-        {"action": "revoke", "_selected_action": [issued.token.pk]},
-    )
+    asked = acme_client.post(changelist, chosen)
+    issued.token.refresh_from_db()
+    assert asked.status_code == 200 and issued.token.revoked_at is None
+    page = asked.content.decode()
+    assert 'id="action-confirmation"' in page and "cannot be restored" in page and "bot" in page
+
+    acme_client.post(changelist, {**chosen, "confirmed": "yes"})
 
     issued.token.refresh_from_db()
     assert issued.token.revoked_at is not None
+
+
+def test_suspending_a_tenant_asks_first(acme, platform_client):
+    changelist = reverse("admin:tenants_tenant_changelist")
+    chosen = {"action": "suspend", "_selected_action": [acme.pk]}
+
+    asked = platform_client.post(changelist, chosen)
+    acme.refresh_from_db()
+    assert asked.status_code == 200 and acme.status == "active"
+    assert "Every token of these tenants stops working" in asked.content.decode()
+
+    platform_client.post(changelist, {**chosen, "confirmed": "yes"})
+
+    acme.refresh_from_db()
+    assert acme.status == "suspended"
 
 
 def test_the_audit_log_is_read_only_in_the_admin(acme, alice, acme_client, platform_client):

@@ -88,7 +88,8 @@ def test_actions_on_another_tenants_objects_do_nothing(world, acme_client):
 
     acme_client.post(changelist("user"), {"action": "disable", "_selected_action": [charlie.pk]})
     acme_client.post(
-        changelist("platformtoken"), {"action": "revoke", "_selected_action": [token.pk]}
+        changelist("platformtoken"),
+        {"action": "revoke", "_selected_action": [token.pk], "confirmed": "yes"},
     )
 
     charlie.refresh_from_db()
