@@ -1,15 +1,23 @@
 """URL map: the admin site, the versioned API of every app, health."""
 
-from django.http import HttpRequest, JsonResponse
-from django.urls import include, path
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
+from atlas_platform.api import not_found
 from tenants.admin import site as admin_site
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
+
+
+@csrf_exempt
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    return not_found(request, Exception())
 
 
 PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny]}
@@ -30,4 +38,7 @@ urlpatterns = [
         name="api-docs",
     ),
     path("healthz", healthz, name="healthz"),
+    path("", RedirectView.as_view(url="/admin/", permanent=False), name="root"),
+    # Unknown API paths answer the JSON 404 even with DEBUG on (Django's debug page otherwise).
+    re_path(r"^api/", api_not_found, name="api-not-found"),
 ]

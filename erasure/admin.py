@@ -90,6 +90,8 @@ class RejectForm(forms.Form):
 
 class ErasureProgressInline(ReadOnlyInline):
     model = ErasureProgress
+    verbose_name = "index"
+    verbose_name_plural = "erasure progress per index"
     fields = ("kind", "deleted", "pages", "done", "remaining", "updated_at")
     readonly_fields = fields
 

@@ -37,3 +37,19 @@ def test_log_lines_are_json_with_the_request_id(rid):
 
     assert line["msg"] == "hello world" and line["level"] == "INFO" and line["tenant"] == "acme"
     assert line["request_id"] == (rid or None)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False])
+def test_unknown_api_paths_are_json_404s_and_the_root_leads_to_the_admin(client, settings, debug):
+    settings.DEBUG = debug
+
+    api_root = client.get("/api/v1/")
+    unknown = client.get("/api/v1/nope/deeper")
+    posted = client.post("/api/v1/nope", data="{}", content_type="application/json")
+    root = client.get("/")
+
+    for response in (api_root, unknown, posted):
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        assert response.json()["error"]["code"] == "not_found"
+    assert root.status_code == 302 and root["Location"] == "/admin/"

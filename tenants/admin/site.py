@@ -12,6 +12,7 @@ class AtlasAdminSite(admin.AdminSite):
     site_header = "Atlas administration"
     site_title = "Atlas"
     index_title = "Tenants, users, tokens and audit"
+    site_url = None  # Atlas has no public site: no "View site" link to a 404
 
     def has_permission(self, request: HttpRequest) -> bool:
         return bool(super().has_permission(request)) and request_scope(request) is not None
