@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 
 from tenants.scoping import request_scope
+
+MAX_DASHBOARD_LINKS = 20
 
 
 class AtlasAdminSite(admin.AdminSite):
@@ -16,6 +21,37 @@ class AtlasAdminSite(admin.AdminSite):
 
     def has_permission(self, request: HttpRequest) -> bool:
         return bool(super().has_permission(request)) and request_scope(request) is not None
+
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        """A tenant's operator lands on their tenant's dashboard; a platform admin on the
+        index, whose first section links every tenant's dashboard."""
+        scope = request_scope(request)
+        if scope is not None and scope.tenant_id is not None:
+            dashboard = reverse(f"{self.name}:tenants_tenant_dashboard", args=[scope.tenant_id])
+            return HttpResponseRedirect(dashboard)
+        response: HttpResponse = super().index(request, extra_context)
+        return response
+
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
+        """The apps, with a "Dashboards" section first (index and sidebar alike)."""
+        apps: list[Any] = super().get_app_list(request, app_label)
+        scope = request_scope(request)
+        if app_label is not None or scope is None:
+            return apps
+        links = [
+            {
+                "name": f"{tenant.name}: dashboard",
+                "object_name": "dashboard",
+                "admin_url": reverse(f"{self.name}:tenants_tenant_dashboard", args=[tenant.pk]),
+                "view_only": True,
+                "perms": {"view": True},
+            }
+            for tenant in scope.tenants().order_by("name")[:MAX_DASHBOARD_LINKS]
+        ]
+        if not links:
+            return apps
+        board = {"name": "Dashboards", "app_label": "dashboards", "app_url": links[0]["admin_url"]}
+        return [{**board, "has_module_perms": True, "models": links}, *apps]
 
 
 site = AtlasAdminSite(name="admin")

@@ -255,3 +255,18 @@ def test_consolidation_runs_and_tokens_have_a_panel(store, acme, alice, acme_cli
     assert '<strong id="consolidation-tokens">200</strong>' in panel
     assert "Consolidation runs per day" in panel and "1 failed" in panel
     assert panel.count('class="run-row"') == 2
+
+
+def test_a_tenant_admin_lands_on_their_dashboard(store, acme, acme_client, auditor_client):
+    for client in (acme_client, auditor_client):
+        response = client.get(reverse("admin:index"))
+        assert response.status_code == 302 and response["Location"] == board(acme)
+
+
+def test_the_index_and_sidebar_link_every_dashboard(store, acme, globex, platform_client):
+    index = platform_client.get(reverse("admin:index")).content.decode()
+    listing = platform_client.get(reverse("admin:tenants_user_changelist")).content.decode()
+
+    for page in (index, listing):  # the index's app list and the sidebar's
+        assert board(acme) in page and board(globex) in page
+        assert "Dashboards" in page

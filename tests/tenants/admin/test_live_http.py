@@ -34,5 +34,7 @@ def test_over_http_a_tenant_admin_sees_only_their_tenant(live_server, alice, cha
     other = opener.open(f"{live_server.url}/admin/tenants/user/{charlie.pk}/change/")
 
     assert "alice" in users and "charlie" not in users
-    assert other.geturl().rstrip("/").endswith("/admin")  # redirected away: "doesn't exist"
+    # redirected away ("doesn't exist") to the index, which sends a tenant admin to their
+    # own tenant's dashboard
+    assert other.geturl().endswith(f"/admin/tenants/tenant/{alice.tenant_id}/dashboard/")
     assert "charlie" not in other.read().decode()
