@@ -108,8 +108,8 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         "subject",
         "scope",
         "status",
-        "requested_by_label",
-        "approver_label",
+        "requested_by",
+        "approved_by",
         "created_at",
         "finished_at",
     ]
@@ -125,8 +125,8 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         "query",
         "include_supporting_episodes",
         "delete_user_record",
-        "requested_by_label",
-        "approver_label",
+        "requested_by",
+        "approved_by",
         "retry_count",
         "created_at",
         "decided_at",
@@ -142,6 +142,14 @@ class ForgetRequestAdmin(ScopedModelAdmin):
     @admin.display(description="user")
     def subject(self, request: ForgetRequest) -> str:
         return request.user.external_id if request.user else f"(deleted user #{request.user_ref})"
+
+    @admin.display(description="requested by")
+    def requested_by(self, request: ForgetRequest) -> str:
+        return request.requested_by_label
+
+    @admin.display(description="approved by")
+    def approved_by(self, request: ForgetRequest) -> str:
+        return request.approver_label or "—"
 
     @admin.display(description="targets")
     def target_count(self, request: ForgetRequest) -> str:

@@ -179,6 +179,8 @@ class _Job:
                 "forget_request_id": row.pk,
                 "tenant_id": row.tenant_id,
                 "user_id": row.user_ref,
+                # the id the operator knows the user by (the caller's own id)
+                "user_external_id": user.external_id if user is not None else None,
                 "scope": row.scope,
                 "include_supporting_episodes": row.include_supporting_episodes,
                 "indices": {p.kind: p.as_receipt() for p in progress},

@@ -85,6 +85,7 @@ def test_an_admin_approves_and_the_job_is_queued(
         response = acme_client.post(url("approve", pending.pk), {"confirm": "yes"})
 
     assert "Approve and erase" in page and "Reject" in page
+    assert "Requested by:" in page and "Requested by label" not in page
     assert confirm.status_code == 200 and "Yes, erase them" in confirm.content.decode()
     assert response.status_code == 302 and len(queued) == 1
     pending.refresh_from_db()

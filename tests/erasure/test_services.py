@@ -214,6 +214,7 @@ def test_erasing_listed_ids_takes_their_supporting_episodes_and_nothing_else(
     assert remaining(alice, [fact.id, episode.id, other_episode.id]) == [other_episode.id]
     assert remaining(bob, [bobs.id]) == [bobs.id]
     receipt = done.receipt
+    assert receipt["user_external_id"] == "alice"  # named as the operator knows the user
     assert receipt["indices"]["semantic"]["ids"] == [fact.id]
     assert receipt["indices"]["episodic"]["ids"] == [episode.id]
     assert receipt["total_deleted"] == 2
