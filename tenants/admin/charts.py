@@ -12,17 +12,27 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 PALETTE = ("#417690", "#79aec8", "#e0a43a", "#6b8e23", "#ba2121", "#8a6bbe")
-WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 680, 200, 72, 36, 12
+# Series that name a state keep the colour the state means, whatever their order.
+STATE_COLOURS = {
+    "done": "#2e7d32",
+    "succeeded": "#2e7d32",
+    "failed": "#ba2121",
+    "running": "#417690",
+    "pending": "#9e9e9e",
+    "queued": "#9e9e9e",
+    "skipped": "#e0a43a",
+}
+WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 680, 216, 72, 36, 28
 
 
-def colour(n: int) -> str:
-    return PALETTE[n % len(PALETTE)]
+def colour(n: int, name: str = "") -> str:
+    return STATE_COLOURS.get(name, PALETTE[n % len(PALETTE)])
 
 
 def _frame(label: str, body: SafeString, maximum: float, unit: str) -> SafeString:
     axis = format_html(
-        '<text x="{}" y="{}" font-size="10" text-anchor="end">{}{}</text>'
-        '<text x="{}" y="{}" font-size="10" text-anchor="end">0</text>'
+        '<text x="{}" y="{}" font-size="10" text-anchor="end" fill="currentColor">{}{}</text>'
+        '<text x="{}" y="{}" font-size="10" text-anchor="end" fill="currentColor">0</text>'
         '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"/>',
         PAD_LEFT - 4,
         PAD_TOP + 8,
@@ -35,14 +45,21 @@ def _frame(label: str, body: SafeString, maximum: float, unit: str) -> SafeStrin
         WIDTH,
         HEIGHT - PAD_BOTTOM,
     )
+    title = format_html(
+        '<text x="{}" y="14" font-size="12" font-weight="bold" fill="currentColor">{}</text>',
+        PAD_LEFT,
+        label,
+    )
     return format_html(
         '<svg class="atlas-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" '
-        'height="{}" xmlns="http://www.w3.org/2000/svg">{}{}</svg>',
+        'height="{}" style="color: var(--body-fg, #333)" xmlns="http://www.w3.org/2000/svg">'
+        "{}{}{}</svg>",
         label,
         WIDTH,
         HEIGHT,
         WIDTH,
         HEIGHT,
+        title,
         axis,
         body,
     )
@@ -70,7 +87,7 @@ def stacked_bars(
                         _f(base - h),
                         _f(slot * 0.7),
                         _f(h),
-                        colour(n),
+                        colour(n, name),
                         category,
                         _number(values[i]),
                         name,
@@ -104,7 +121,7 @@ def lines(
                 format_html(
                     '<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>',
                     path,
-                    colour(n),
+                    colour(n, name),
                 )
             )
         marks += [
@@ -112,7 +129,7 @@ def lines(
                 '<circle cx="{}" cy="{}" r="3" fill="{}"><title>{}: {} {}{}</title></circle>',
                 _f(x),
                 _f(y),
-                colour(n),
+                colour(n, name),
                 categories[i],
                 name,
                 _number(v),
@@ -132,7 +149,7 @@ def _tick(x: float, text: str, *, every: int, i: int) -> SafeString:
     if i % every:
         return SafeString("")
     return format_html(
-        '<text x="{}" y="{}" font-size="10" text-anchor="middle">{}</text>',
+        '<text x="{}" y="{}" font-size="10" text-anchor="middle" fill="currentColor">{}</text>',
         _f(x),
         HEIGHT - PAD_BOTTOM + 14,
         text,
@@ -143,9 +160,16 @@ def _legend(names: list[str]) -> SafeString:
     return format_html_join(
         "",
         '<rect x="{}" y="{}" width="10" height="10" fill="{}"/>'
-        '<text x="{}" y="{}" font-size="11">{}</text>',
+        '<text x="{}" y="{}" font-size="11" fill="currentColor">{}</text>',
         (
-            (PAD_LEFT + 110 * n, HEIGHT - 12, colour(n), PAD_LEFT + 110 * n + 14, HEIGHT - 3, name)
+            (
+                PAD_LEFT + 110 * n,
+                HEIGHT - 12,
+                colour(n, name),
+                PAD_LEFT + 110 * n + 14,
+                HEIGHT - 3,
+                name,
+            )
             for n, name in enumerate(names)
         ),
     )

@@ -270,3 +270,16 @@ def test_the_index_and_sidebar_link_every_dashboard(store, acme, globex, platfor
     for page in (index, listing):  # the index's app list and the sidebar's
         assert board(acme) in page and board(globex) in page
         assert "Dashboards" in page
+
+
+def test_charts_colour_states_by_meaning_and_follow_the_theme():
+    from tenants.admin import charts
+
+    svg = str(charts.stacked_bars("Runs per day", ["1 Dec"], {"failed": [1], "done": [2]}))
+
+    assert 'fill="#ba2121"><title>1 Dec: 1 failed' in svg  # failed is red, first or not
+    assert 'fill="#2e7d32"><title>1 Dec: 2 done' in svg
+    assert ">Runs per day</text>" in svg  # a visible title
+    assert "<text" in svg and all(
+        'fill="currentColor"' in t for t in svg.split("<text")[1:]
+    )  # labels take the theme's text colour (readable in dark mode)
