@@ -11,7 +11,13 @@ from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOpera
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 
-from atlas_platform.api import internal_error, is_api_path, status_error
+from atlas_platform.api import (
+    database_unavailable,
+    internal_error,
+    is_api_path,
+    is_database_down,
+    status_error,
+)
 from atlas_platform.context import Actor, actor_var, request_id_var
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -68,6 +74,9 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_path(request.path) or isinstance(exception, _DJANGO_4XX):
             return None  # Django's own handling (the admin's error pages, its 4xx)
+        if is_database_down(exception):
+            logger.warning("database unavailable", extra={"error": repr(exception)})
+            return database_unavailable()
         logger.error(
             "unhandled error in %s %s",
             request.method,

@@ -208,6 +208,10 @@ CELERY_BEAT_SCHEDULE = {
     "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
     # Stored API responses (Idempotency-Key replays) hold memory text: keep them 24 h, no longer.
     "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
+    # Store writes left unsettled by a crash nobody retried (memory.services.intents).
+    "memory-intents-reconcile": {"task": "memory.intents_reconcile", "schedule": 60.0},
+    # Jobs whose publish failed (broker down) are sent again (atlas_platform.jobs outbox).
+    "jobs-outbox-flush": {"task": "atlas_platform.jobs_flush", "schedule": 30.0},
     # Applied client operations of agents (offline replay) past ATLAS_OPERATION_TTL_DAYS.
     "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
 }
@@ -323,6 +327,14 @@ ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
 # a batch takes at most OPERATION_BATCH_MAX of them.
 ATLAS_PRESENCE_IDLE_S = env.int("ATLAS_PRESENCE_IDLE_S", default=120)
 ATLAS_PRESENCE_OFFLINE_S = env.int("ATLAS_PRESENCE_OFFLINE_S", default=900)
+# Exactly-once writes (memory.services.intents): how long the first attempt of a write holds
+# its Idempotency-Key / operation claim before a retry may take it over and look at the store
+# (longer than a write's slowest bounded wait), and how long an unsettled write waits for its
+# retry before the reconciler takes it back out of the store.
+# Retry-After (seconds) on a 503: a dependency down.
+ATLAS_RETRY_AFTER_S = env.float("ATLAS_RETRY_AFTER_S", default=5.0)
+ATLAS_WRITE_LEASE_S = env.float("ATLAS_WRITE_LEASE_S", default=30.0)
+ATLAS_INTENT_GRACE_S = env.float("ATLAS_INTENT_GRACE_S", default=600.0)
 ATLAS_OPERATION_TTL_DAYS = env.int("ATLAS_OPERATION_TTL_DAYS", default=30)
 ATLAS_OPERATION_BATCH_MAX = env.int("ATLAS_OPERATION_BATCH_MAX", default=100)
 ATLAS_SESSION_MAX_FILES = env.int("ATLAS_SESSION_MAX_FILES", default=200)
