@@ -1,16 +1,11 @@
 """URL map: the admin site, the versioned API of every app, health."""
 
-from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
+from atlas_server.health import healthz, metrics_view, readyz
 from tenants.admin import site as admin_site
-
-
-def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
-
 
 PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny]}
 
@@ -30,4 +25,6 @@ urlpatterns = [
         name="api-docs",
     ),
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
 ]
