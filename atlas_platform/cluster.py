@@ -187,7 +187,14 @@ def cluster_failure(
 ) -> Unavailable:
     """The error a caller sees for a failed cluster call: ``error`` with a plain message; the
     cluster's own text is logged here, once."""
-    logger.warning("cluster call failed", extra={"what": what, "error": repr(exc)})
+    # A serialisation error quotes the whole document it could not encode, and a refusal's
+    # body may quote parts of it: the log keeps the kind and status, never memory text.
+    status = getattr(exc, "status_code", None) or getattr(
+        getattr(exc, "meta", None), "status", None
+    )
+    logger.warning(
+        "cluster call failed", extra={"what": what, "error": type(exc).__name__, "status": status}
+    )
     return error(f"Could not {what} on the search cluster.")
 
 

@@ -17,6 +17,7 @@ from memory.engine.types import MemoryDoc
 from memory.services.common import (
     backend,
     clean_confidence,
+    clean_metadata,
     clean_text,
     embedder,
     now,
@@ -273,7 +274,7 @@ def memory_write(
             "confidence": confidence,
             "source": source,
             "tags": list(tags),
-            "metadata": dict(metadata or {}),
+            "metadata": clean_metadata(metadata),
         }
         if memory_type == "semantic":
             fields.update(
