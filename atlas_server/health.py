@@ -55,7 +55,8 @@ def _elasticsearch() -> None:
     if cluster is None:
         raise LookupError("no cluster configured")
     timeout = settings.ATLAS_READY_TIMEOUT_S
-    cluster.client.options(request_timeout=timeout).cluster.health(timeout=f"{timeout}s")
+    client = cluster.client.options(request_timeout=timeout)
+    client.cluster.health(timeout=f"{max(1, int(timeout * 1000))}ms")
 
 
 def _redis(url: str) -> Callable[[], None]:

@@ -234,7 +234,10 @@ class Elasticsearch:
             ["env", *(f"{k}={env[k]}" for k in names), launcher, "-d", "-p", str(self.pidfile)]
         )
         with (self.workdir / "startup.out").open("ab") as out:
-            subprocess.run(command, check=True, stdout=out, stderr=out, env=env)  # noqa: S603
+            done = subprocess.run(command, stdout=out, stderr=out, env=env, check=False)  # noqa: S603
+        if done.returncode != 0:
+            tail = (self.workdir / "startup.out").read_text()[-3000:]
+            raise RuntimeError(f"the dedicated Elasticsearch did not start:\n{tail}")
 
     def wait(self) -> None:
         wait_for(self.healthy, timeout=150, what="the dedicated Elasticsearch node")
