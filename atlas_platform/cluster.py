@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 
 import orjson
 from django.conf import settings
-from elasticsearch import ApiError, ConnectionTimeout, Elasticsearch, TransportError
+from elasticsearch import (
+    ApiError,
+    ConnectionTimeout,
+    Elasticsearch,
+    SerializationError,
+    TransportError,
+)
 from elasticsearch.serializer import NdjsonSerializer, OrjsonSerializer
 
 from atlas_platform import metrics
@@ -188,13 +194,17 @@ def cluster_failure(
     """The error a caller sees for a failed cluster call: ``error`` with a plain message; the
     cluster's own text is logged here, once."""
     # A serialisation error quotes the whole document it could not encode, and a refusal's
-    # body may quote parts of it: the log keeps the kind and status, never memory text.
-    status = getattr(exc, "status_code", None) or getattr(
-        getattr(exc, "meta", None), "status", None
-    )
-    logger.warning(
-        "cluster call failed", extra={"what": what, "error": type(exc).__name__, "status": status}
-    )
+    # body may quote parts of it: for those the log keeps the kind, status and error type,
+    # never memory text. A connection failure's text (host, reason) is logged as it is.
+    if isinstance(exc, ApiError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        kind = body.get("error", {}).get("type") if isinstance(body.get("error"), dict) else None
+        detail = f"{type(exc).__name__}({exc.meta.status}, {kind or 'error'})"
+    elif isinstance(exc, SerializationError):
+        detail = type(exc).__name__
+    else:
+        detail = repr(exc)
+    logger.warning("cluster call failed", extra={"what": what, "error": detail})
     return error(f"Could not {what} on the search cluster.")
 
 
