@@ -10,9 +10,13 @@ request id to quote.
 
 from __future__ import annotations
 
+import logging
+import math
 from http import HTTPStatus
 from typing import Any
 
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
 from rest_framework import exceptions as drf_exceptions
@@ -20,7 +24,9 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from atlas_platform.context import current_request_id
-from atlas_platform.exceptions import AtlasError
+from atlas_platform.exceptions import AtlasError, Unavailable
+
+logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "internal_error"
 INTERNAL_MESSAGE = "Something went wrong on our side; quote the request id if you report it."
@@ -37,6 +43,11 @@ STATUS_CODES = {
     500: INTERNAL_ERROR,
     503: "unavailable",
 }
+
+
+def is_database_down(exc: BaseException) -> bool:
+    """A database that cannot be reached or answer in time (not a query's own error)."""
+    return isinstance(exc, (OperationalError, InterfaceError))
 
 
 def is_api_path(path: str) -> bool:
@@ -70,11 +81,40 @@ def internal_error() -> JsonResponse:
     return JsonResponse(error_body(INTERNAL_ERROR, INTERNAL_MESSAGE), status=500)
 
 
+DATABASE_DOWN = "The database is unavailable; nothing was written. Retry later."
+
+
+def retry_after(exc: AtlasError) -> dict[str, str]:
+    """The ``Retry-After`` header of an error a retry may cure: a dependency down (503) or a
+    claim still held (409 with ``retry_after``)."""
+    seconds = exc.details.get("retry_after")
+    if seconds is None and isinstance(exc, Unavailable):
+        seconds = settings.ATLAS_RETRY_AFTER_S
+    return {} if seconds is None else _retry_header(float(seconds))
+
+
+def _retry_header(seconds: float) -> dict[str, str]:
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+def database_unavailable() -> JsonResponse:
+    """The JSON 503 of a database that cannot be reached (connect, pool or statement timeout)."""
+    response = JsonResponse(error_body("database_unavailable", DATABASE_DOWN), status=503)
+    for name, value in _retry_header(settings.ATLAS_RETRY_AFTER_S).items():
+        response[name] = value
+    return response
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Map domain errors and DRF errors to ``{"error": {"code", "message", ...}}``; anything
-    else is left to ``ApiErrorMiddleware`` (logged, a JSON 500)."""
+    """Map domain errors and DRF errors to ``{"error": {"code", "message", ...}}``, a database
+    that cannot be reached to a JSON 503; anything else is left to ``ApiErrorMiddleware``
+    (logged, a JSON 500)."""
     if isinstance(exc, AtlasError):
-        return Response(atlas_error_body(exc), status=exc.status_code)
+        return Response(atlas_error_body(exc), status=exc.status_code, headers=retry_after(exc))
+    if is_database_down(exc):
+        logger.warning("database unavailable", extra={"error": repr(exc)})
+        body = error_body("database_unavailable", DATABASE_DOWN)
+        return Response(body, status=503, headers=_retry_header(settings.ATLAS_RETRY_AFTER_S))
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -10,15 +10,23 @@ cluster's own error text goes to the log, never into an error a client is shown.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
 from django.conf import settings
-from elasticsearch import ApiError, Elasticsearch, TransportError
+from elasticsearch import (
+    ApiError,
+    ConnectionTimeout,
+    Elasticsearch,
+    SerializationError,
+    TransportError,
+)
 from elasticsearch.serializer import NdjsonSerializer, OrjsonSerializer
 
+from atlas_platform import metrics
 from atlas_platform.exceptions import ClusterUnavailable, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -47,6 +55,7 @@ class ClusterConfig:
     api_key: str = ""
     timeout_s: float = 10.0
     index_prefix: str = "atlas"
+    read_timeout_s: float = 5.0
 
     @classmethod
     def from_settings(cls) -> ClusterConfig | None:
@@ -59,6 +68,7 @@ class ClusterConfig:
             api_key=settings.ATLAS_ES_API_KEY,
             timeout_s=settings.ATLAS_ES_TIMEOUT_S,
             index_prefix=settings.ATLAS_ES_INDEX_PREFIX,
+            read_timeout_s=min(settings.ATLAS_ES_READ_TIMEOUT_S, settings.ATLAS_ES_TIMEOUT_S),
         )
 
     @property
@@ -84,11 +94,16 @@ class Cluster:
         elif config.username:
             auth["basic_auth"] = (config.username, config.password)
         self.client = cluster_client(config, **auth)
+        # Reads with the platform's credential: the same pool, the shorter read budget.
+        self.reader = self.client.options(request_timeout=config.read_timeout_s)
 
     def as_api_key(self, key: ApiKey) -> Elasticsearch:
         """A client that authenticates with a user's scoped key (for reads under DLS). It shares
-        the platform client's connection pool; only the auth header differs."""
-        return self.client.options(api_key=(key.id, key.secret))
+        the platform client's connection pool; only the auth header (and the read budget)
+        differ."""
+        return self.client.options(
+            api_key=(key.id, key.secret), request_timeout=self.config.read_timeout_s
+        )
 
     def dls_available(self) -> bool:
         """Whether the licence lets the cluster enforce document-level security."""
@@ -118,9 +133,48 @@ class Cluster:
             raise ClusterUnavailable(f"The cluster did not invalidate API key {key_id}.")
 
 
+class _Slots:
+    """The process's cluster call slots (``ATLAS_ES_MAX_IN_FLIGHT``), made at first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._semaphore: threading.BoundedSemaphore | None = None
+
+    def get(self) -> threading.BoundedSemaphore:
+        with self._lock:
+            if self._semaphore is None:
+                self._semaphore = threading.BoundedSemaphore(settings.ATLAS_ES_MAX_IN_FLIGHT)
+            return self._semaphore
+
+
+cluster_slots = _Slots()
+
+
+class BoundedElasticsearch(Elasticsearch):
+    """The client with a bulkhead: at most ``ATLAS_ES_MAX_IN_FLIGHT`` calls per process wait
+    on the cluster at once, fewer than the request threads, so a frozen cluster leaves threads
+    for everything else (health, database-only endpoints). A call that finds no slot within
+    ``ATLAS_ES_SLOT_WAIT_S`` fails at once as a timeout (a 503 to the caller)."""
+
+    def perform_request(self, *args: Any, **kwargs: Any) -> Any:
+        slots = cluster_slots.get()
+        if not slots.acquire(timeout=settings.ATLAS_ES_SLOT_WAIT_S):
+            metrics.SHED.labels(dependency="elasticsearch").inc()
+            metrics.dependency_error("elasticsearch")
+            raise ConnectionTimeout("every cluster call slot of this process is taken")
+        try:
+            return super().perform_request(*args, **kwargs)
+        except TransportError:
+            metrics.dependency_error("elasticsearch")
+            raise
+        finally:
+            slots.release()
+
+
 def cluster_client(config: ClusterConfig, **auth: Any) -> Elasticsearch:
-    """The one way Atlas builds an Elasticsearch client."""
-    return Elasticsearch(
+    """The one way Atlas builds an Elasticsearch client (``request_timeout``: the write
+    budget; reads ask for ``read_timeout_s`` per call, ``read_options``)."""
+    return BoundedElasticsearch(
         config.url,
         request_timeout=config.timeout_s,
         max_retries=0,
@@ -139,7 +193,18 @@ def cluster_failure(
 ) -> Unavailable:
     """The error a caller sees for a failed cluster call: ``error`` with a plain message; the
     cluster's own text is logged here, once."""
-    logger.warning("cluster call failed", extra={"what": what, "error": repr(exc)})
+    # A serialisation error quotes the whole document it could not encode, and a refusal's
+    # body may quote parts of it: for those the log keeps the kind, status and error type,
+    # never memory text. A connection failure's text (host, reason) is logged as it is.
+    if isinstance(exc, ApiError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        kind = body.get("error", {}).get("type") if isinstance(body.get("error"), dict) else None
+        detail = f"{type(exc).__name__}({exc.meta.status}, {kind or 'error'})"
+    elif isinstance(exc, SerializationError):
+        detail = type(exc).__name__
+    else:
+        detail = repr(exc)
+    logger.warning("cluster call failed", extra={"what": what, "error": detail})
     return error(f"Could not {what} on the search cluster.")
 
 

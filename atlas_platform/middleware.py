@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable
 
@@ -11,12 +12,20 @@ from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOpera
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 
-from atlas_platform.api import internal_error, is_api_path, status_error
+from atlas_platform import metrics
+from atlas_platform.api import (
+    database_unavailable,
+    internal_error,
+    is_api_path,
+    is_database_down,
+    status_error,
+)
 from atlas_platform.context import Actor, actor_var, request_id_var
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 logger = logging.getLogger(__name__)
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 # What Django answers with a 4xx itself (then made JSON by ``ApiErrorMiddleware.__call__``).
 _DJANGO_4XX = (Http404, PermissionDenied, BadRequest, SuspiciousOperation, MultiPartParserError)
 
@@ -24,6 +33,29 @@ _DJANGO_4XX = (Http404, PermissionDenied, BadRequest, SuspiciousOperation, Multi
 def choose_request_id(incoming: str) -> str:
     """The caller's request id if it is well formed, else a fresh one."""
     return incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+
+
+class MetricsMiddleware:
+    """Count every request and time it, by route pattern (not path: ids stay out of the
+    labels), method and status (``atlas_platform.metrics``)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        status = "500"
+        try:
+            response = self.get_response(request)
+            status = str(response.status_code)
+            return response
+        finally:
+            match = getattr(request, "resolver_match", None)
+            route = f"/{match.route}" if match is not None and match.route else "unmatched"
+            method = request.method if request.method in _METHODS else "other"
+            labels = {"route": route, "method": method, "status": status}
+            metrics.REQUESTS.labels(**labels).inc()
+            metrics.LATENCY.labels(**labels).observe(time.perf_counter() - started)
 
 
 class RequestIdMiddleware:
@@ -68,6 +100,9 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_path(request.path) or isinstance(exception, _DJANGO_4XX):
             return None  # Django's own handling (the admin's error pages, its 4xx)
+        if is_database_down(exception):
+            logger.warning("database unavailable", extra={"error": repr(exception)})
+            return database_unavailable()
         logger.error(
             "unhandled error in %s %s",
             request.method,

@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "atlas_platform",
     "tenants",
     "memory",
     "consolidation",
@@ -86,6 +87,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "atlas_platform.middleware.MetricsMiddleware",  # request counts + latencies (/metrics)
     "atlas_platform.middleware.RequestIdMiddleware",
     "atlas_platform.middleware.ApiErrorMiddleware",  # JSON 4xx/5xx under /api/
     "django.middleware.security.SecurityMiddleware",
@@ -135,8 +137,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and ATLAS_D
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": min(ATLAS_DB_POOL_MIN, ATLAS_DB_POOL_MAX),
         "max_size": ATLAS_DB_POOL_MAX,
-        "timeout": env.float("ATLAS_DB_POOL_TIMEOUT_S", default=10.0),
+        "timeout": env.float("ATLAS_DB_POOL_TIMEOUT_S", default=3.0),
     }
+# Bounded waits on the database: a server that does not accept a connection within
+# ATLAS_DB_CONNECT_TIMEOUT_S, or a pool with no free connection within ATLAS_DB_POOL_TIMEOUT_S,
+# answers a JSON 503 with Retry-After (atlas_platform.api), never a hung thread.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("ATLAS_DB_CONNECT_TIMEOUT_S", default=3)
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -175,6 +184,13 @@ ATLAS_ES_PASSWORD = env.str("ATLAS_ES_PASSWORD", default="")
 ATLAS_ES_API_KEY = env.str("ATLAS_ES_API_KEY", default="")
 ATLAS_ES_INDEX_PREFIX = env.str("ATLAS_ES_INDEX_PREFIX", default="atlas")
 ATLAS_ES_TIMEOUT_S = env.float("ATLAS_ES_TIMEOUT_S", default=10.0)
+# Cluster waits per operation: reads (recall, gets) give up sooner than writes; at most
+# ATLAS_ES_MAX_IN_FLIGHT cluster calls per process at once (fewer than the request threads, so
+# a frozen cluster cannot take every thread), a call finding none free within
+# ATLAS_ES_SLOT_WAIT_S fails at once as a 503.
+ATLAS_ES_READ_TIMEOUT_S = env.float("ATLAS_ES_READ_TIMEOUT_S", default=5.0)
+ATLAS_ES_MAX_IN_FLIGHT = env.int("ATLAS_ES_MAX_IN_FLIGHT", default=max(1, ATLAS_HTTP_THREADS - 4))
+ATLAS_ES_SLOT_WAIT_S = env.float("ATLAS_ES_SLOT_WAIT_S", default=0.5)
 # The Elasticsearch client opens an OpenTelemetry span around every request unless this says
 # "false" (it is read by each client it builds, so it must be in the environment). With no
 # tracing SDK configured the spans are no-ops that still took ~5% of the server's CPU under load
@@ -197,6 +213,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True  # a task whose worker died is delivere
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="atlas")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing a job waits at most this long on the broker (atlas_platform.jobs: socket timeouts,
+# no publish retries, a hard bound on the caller's wait); what was not sent waits in the outbox.
+ATLAS_BROKER_TIMEOUT_S = env.float("ATLAS_BROKER_TIMEOUT_S", default=2.0)
+CELERY_BROKER_CONNECTION_TIMEOUT = ATLAS_BROKER_TIMEOUT_S
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_timeout": ATLAS_BROKER_TIMEOUT_S,
+    "socket_connect_timeout": ATLAS_BROKER_TIMEOUT_S,
+}
 CELERY_TIMEZONE = "UTC"
 # `make beat` runs these; each task queues per-user work that the workers pick up.
 CELERY_BEAT_SCHEDULE = {
@@ -208,6 +232,10 @@ CELERY_BEAT_SCHEDULE = {
     "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
     # Stored API responses (Idempotency-Key replays) hold memory text: keep them 24 h, no longer.
     "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
+    # Store writes left unsettled by a crash nobody retried (memory.services.intents).
+    "memory-intents-reconcile": {"task": "memory.intents_reconcile", "schedule": 60.0},
+    # Jobs whose publish failed (broker down) are sent again (atlas_platform.jobs outbox).
+    "jobs-outbox-flush": {"task": "atlas_platform.jobs_flush", "schedule": 30.0},
     # Applied client operations of agents (offline replay) past ATLAS_OPERATION_TTL_DAYS.
     "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
 }
@@ -323,6 +351,18 @@ ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
 # a batch takes at most OPERATION_BATCH_MAX of them.
 ATLAS_PRESENCE_IDLE_S = env.int("ATLAS_PRESENCE_IDLE_S", default=120)
 ATLAS_PRESENCE_OFFLINE_S = env.int("ATLAS_PRESENCE_OFFLINE_S", default=900)
+# Exactly-once writes (memory.services.intents): how long the first attempt of a write holds
+# its Idempotency-Key / operation claim before a retry may take it over and look at the store
+# (longer than a write's slowest bounded wait), and how long an unsettled write waits for its
+# retry before the reconciler takes it back out of the store.
+# /readyz: each dependency must answer within this (atlas_server/health.py). /metrics: when
+# set, scrapers must send "Authorization: Bearer <token>".
+ATLAS_READY_TIMEOUT_S = env.float("ATLAS_READY_TIMEOUT_S", default=1.0)
+ATLAS_METRICS_TOKEN = env.str("ATLAS_METRICS_TOKEN", default="")
+# Retry-After (seconds) on a 503: a dependency down.
+ATLAS_RETRY_AFTER_S = env.float("ATLAS_RETRY_AFTER_S", default=5.0)
+ATLAS_WRITE_LEASE_S = env.float("ATLAS_WRITE_LEASE_S", default=30.0)
+ATLAS_INTENT_GRACE_S = env.float("ATLAS_INTENT_GRACE_S", default=600.0)
 ATLAS_OPERATION_TTL_DAYS = env.int("ATLAS_OPERATION_TTL_DAYS", default=30)
 ATLAS_OPERATION_BATCH_MAX = env.int("ATLAS_OPERATION_BATCH_MAX", default=100)
 ATLAS_SESSION_MAX_FILES = env.int("ATLAS_SESSION_MAX_FILES", default=200)
@@ -366,6 +406,13 @@ ATLAS_RATE_RECALL = env.str("ATLAS_RATE_RECALL", default="600/min")
 ATLAS_RATE_WRITE = env.str("ATLAS_RATE_WRITE", default="300/min")
 ATLAS_RATE_READ = env.str("ATLAS_RATE_READ", default="1200/min")
 CACHES = {"default": env.cache_url("ATLAS_CACHE_URL", default="locmemcache://")}
+# A shared cache (Redis) answers within this or counts as down: the rate limits then degrade to
+# per-process counters (atlas_platform.throttling), they never fail or hang a request.
+ATLAS_CACHE_TIMEOUT_S = env.float("ATLAS_CACHE_TIMEOUT_S", default=0.5)
+if "redis" in str(CACHES["default"]["BACKEND"]).lower():
+    CACHES["default"].setdefault("OPTIONS", {}).update(
+        socket_timeout=ATLAS_CACHE_TIMEOUT_S, socket_connect_timeout=ATLAS_CACHE_TIMEOUT_S
+    )
 # Larger request bodies are refused with 413 before they are parsed.
 ATLAS_MAX_REQUEST_BYTES = env.int("ATLAS_MAX_REQUEST_BYTES", default=256 * 1024)
 

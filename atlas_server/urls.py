@@ -1,6 +1,6 @@
 """URL map: the admin site, the versioned API of every app, health."""
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
@@ -8,11 +8,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from atlas_platform.api import not_found
+from atlas_server.health import healthz, metrics_view, readyz
 from tenants.admin import site as admin_site
-
-
-def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
 
 
 @csrf_exempt
@@ -38,6 +35,8 @@ urlpatterns = [
         name="api-docs",
     ),
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("", RedirectView.as_view(url="/admin/", permanent=False), name="root"),
     # Unknown API paths answer the JSON 404 even with DEBUG on (Django's debug page otherwise).
     re_path(r"^api/", api_not_found, name="api-not-found"),

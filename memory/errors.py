@@ -4,11 +4,16 @@ from atlas_platform.exceptions import AtlasError, Unavailable
 
 
 class MemoryStoreUnavailable(Unavailable):
-    """The memory store failed or could not be reached; nothing was half-written."""
+    """The memory store failed or could not be reached. The write may or may not have reached
+    the store: a retry with the same ``Idempotency-Key`` (or operation id) finds it and does not
+    write it twice, and a write nobody retries is taken back (``memory.services.intents``)."""
 
     status_code = 503
     code = "memory_store_unavailable"
-    public_message = "The memory store is unavailable; nothing was written. Retry later."
+    public_message = (
+        "The memory store is unavailable. Retry with the same Idempotency-Key: a write that "
+        "reached the store is found and answered, never stored twice."
+    )
 
 
 class IdempotencyKeyReused(AtlasError):

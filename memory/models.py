@@ -19,8 +19,9 @@ IDEMPOTENCY_TTL = timedelta(hours=24)
 class IdempotencyRecord(models.Model):
     """One ``Idempotency-Key`` a token used for a write, and the response it got.
 
-    ``status_code`` is null while the first request is still running. A record older than
-    ``IDEMPOTENCY_TTL`` is treated as absent (and replaced) when its key comes back.
+    ``status_code`` is null while the first request is still running (for at most its lease,
+    ``lease_until``). A record older than ``IDEMPOTENCY_TTL`` is treated as absent (and
+    replaced) when its key comes back.
 
     Erasure note: ``response_body`` is the response the client already received and may hold
     memory text (for at most 24 h). Forget requests that erase a user's text must also delete
@@ -36,6 +37,9 @@ class IdempotencyRecord(models.Model):
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     response_body = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # While the first request runs: past this instant a retry takes the claim over and runs
+    # the write again under the same derived memory ids (it finds what the first one stored).
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -72,3 +76,34 @@ class RecallStat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id} {self.hour:%Y-%m-%d %H}h <= {self.le_ms} ms: {self.count}"
+
+
+class WriteIntent(models.Model):
+    """A store write about to happen, recorded (committed) before the store is called: the
+    memory's id, whose it is and whether its audit row exists yet.
+
+    ``pending``: the store may or may not hold the memory, and no audit row names it. The
+    write's own request settles it (``audited``: the audit row was written in the transaction
+    that moved the state); a retry of the same write (the same id, derived from its
+    ``Idempotency-Key`` or operation id) finds it and settles it; past
+    ``ATLAS_INTENT_GRACE_S`` the reconciler takes the memory back out of the store
+    (``memory.services.intents.intents_reconcile``). ``replayable``: a ledger may send the same
+    write again, so the settled row is kept (until the ledgers forget their keys) to answer
+    "already audited"; other intents are deleted once settled.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Store write not settled"
+        AUDITED = "audited", "Stored and audited"
+
+    memory_id = models.CharField(max_length=64, unique=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    user_id_text = models.CharField(max_length=64, blank=True)  # "" for the tenant catalog
+    memory_type = models.CharField(max_length=16)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    replayable = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} ({self.state})"

@@ -10,7 +10,11 @@ Operations on rows only are claimed and applied in one transaction, so a claim e
 when the work committed. An operation that writes to the memory store cannot be (the store is
 never called inside a transaction): it is claimed first (``pending``, committed), applied, then
 marked done; a duplicate that meets a pending claim is answered ``retry``, and a claim left
-pending longer than ``PENDING_TAKEOVER`` by a dead process may be taken over.
+pending longer than ``ATLAS_WRITE_LEASE_S`` by a dead process is taken over. Such an operation
+runs inside ``memory.services.intents.replayable`` with a seed of the user, the operation id
+and its payload: its memory ids derive from them, so running it again (after a 503, a timeout
+or a crash) finds what the earlier attempt stored and audited instead of writing it twice -
+the same mechanism as the REST ``Idempotency-Key``.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ from django.db import IntegrityError, transaction
 from agents.models import AppliedOperation
 from agents.services.common import now
 from atlas_platform.exceptions import AtlasError, Unavailable
+from memory.services.intents import replayable
 from tenants.models import User
 
 Status = Literal["applied", "duplicate", "conflict", "rejected", "retry"]
-PENDING_TAKEOVER = timedelta(minutes=5)
 
 
 class OperationIdReused(AtlasError):
@@ -119,9 +123,8 @@ def _known(user: User, op: Operation) -> Outcome | None:
         return None
     moment = now()
     expired = record.created_at <= moment - timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS)
-    stuck = record.state == AppliedOperation.State.PENDING and (
-        record.created_at <= moment - PENDING_TAKEOVER
-    )
+    lease = timedelta(seconds=settings.ATLAS_WRITE_LEASE_S)
+    stuck = record.state == AppliedOperation.State.PENDING and record.created_at <= moment - lease
     if expired or stuck:
         AppliedOperation.objects.filter(pk=record.pk, created_at=record.created_at).delete()
         return None
@@ -173,9 +176,11 @@ def _apply_with_store(user: User, op: Operation) -> Outcome:
     except IntegrityError:
         return _known(user, op) or Outcome(op.id, "retry", 503)
     try:
-        result = op.run()
+        with replayable(f"op:{user.tenant_id}:{user.pk}:{op.id}:{op.request_hash}"):
+            result = op.run()
     except BaseException as exc:
-        record.delete()  # nothing was written (the memory services undo a half write)
+        # Whatever the store holds now, a retry runs under the same memory ids and finds it.
+        record.delete()
         if isinstance(exc, AtlasError):
             return _refused(op, exc)
         raise

@@ -10,13 +10,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from atlas_platform.openapi import IDEMPOTENCY_KEY, WRITE_ERRORS, errors
-from consolidation.services.triggers import consolidation_request
+from consolidation.services.triggers import consolidation_request, run_dispatch_status
 from memory.api.base import UserView
 
 
 class ConsolidateOut(serializers.Serializer[Any]):
     run_id = serializers.IntegerField(help_text="The consolidation run (queued or running).")
-    status = serializers.CharField(help_text="queued | running | done | failed.")
+    status = serializers.CharField(
+        help_text=(
+            "pending (accepted, waiting for the job broker: sent when it is back) | queued | "
+            "running | done | failed."
+        )
+    )
     created = serializers.BooleanField(
         help_text="False when the user's run already queued or running was returned."
     )
@@ -36,5 +41,9 @@ class ConsolidateView(UserView):
         `consolidation_off` when no chat model is configured."""
         queued = consolidation_request(user=self.subject, trigger="on_demand")
         queued.run.refresh_from_db(fields=["status"])
-        body = {"run_id": queued.run.pk, "status": queued.run.status, "created": queued.created}
+        body = {
+            "run_id": queued.run.pk,
+            "status": run_dispatch_status(queued.run),
+            "created": queued.created,
+        }
         return Response(ConsolidateOut(body).data, status=status.HTTP_202_ACCEPTED)

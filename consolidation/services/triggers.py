@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from atlas_platform.jobs import job_enqueue
+from atlas_platform.jobs import job_enqueue, job_pending
 from consolidation.llm import model_configured
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, ConsolidationState
 from consolidation.services.errors import ConsolidationOff
@@ -33,10 +33,24 @@ class RunRequest:
     created: bool  # False: the user's queued or running run was returned instead
 
 
+def job_ref(run_id: int) -> str:
+    """What the run's job is called in the outbox (``atlas_platform.jobs``)."""
+    return f"consolidation.run:{run_id}"
+
+
 def _enqueue(run_id: int) -> None:
     """Queue the run's task after the commit (eager mode: on a background thread, so neither
-    a turn nor an API call waits for the chat model)."""
-    job_enqueue(EXECUTE_TASK, run_id)
+    a turn nor an API call waits for the chat model). With the broker down the job waits in
+    the outbox and is sent when the broker is back; the run stays queued meanwhile."""
+    job_enqueue(EXECUTE_TASK, run_id, ref=job_ref(run_id))
+
+
+def run_dispatch_status(run: ConsolidationRun) -> str:
+    """The run's status as a caller should read it: ``pending`` while its queued job is still
+    waiting for the broker (not sent yet), else the run's own status."""
+    if run.status == ConsolidationRun.Status.QUEUED and job_pending(job_ref(run.pk)):
+        return "pending"
+    return str(run.status)
 
 
 def consolidation_request(*, user: User, trigger: str) -> RunRequest:
@@ -77,8 +91,10 @@ def _expire_abandoned(user: User) -> None:
     if active.status == ConsolidationRun.Status.RUNNING:
         abandoned = not lease_is_live(user=user, run_id=active.pk)
         reason = "abandoned: its worker stopped holding the lease"
-    else:
-        abandoned = active.created_at < timezone.now() - lease
+    else:  # a job still in the outbox is not abandoned: it goes when the broker is back
+        abandoned = active.created_at < timezone.now() - lease and not job_pending(
+            job_ref(active.pk)
+        )
         reason = "abandoned: no worker picked it up"
     if abandoned:
         ConsolidationRun.objects.filter(pk=active.pk, status=active.status).update(

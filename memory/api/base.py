@@ -4,8 +4,11 @@ writes, and the catalog permission."""
 
 from __future__ import annotations
 
+import contextvars
+import logging
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import HttpResponseBase
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -16,14 +19,18 @@ from atlas_platform.exceptions import PermissionDenied, ValidationError
 from memory.models import IdempotencyRecord
 from memory.services.idempotency import (
     StoredResponse,
+    claim_seed,
     idempotency_claim,
     idempotency_complete,
     idempotency_release,
+    idempotency_unknown,
     request_fingerprint,
 )
+from memory.services.intents import replay_begin, replay_end
 from tenants.api.base import TokenApiView, UserApiView
 from tenants.models import PlatformToken
 
+logger = logging.getLogger(__name__)
 IDEMPOTENT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -50,11 +57,16 @@ def idempotency_key(request: Request) -> str | None:
 
 class IdempotentWrites(TokenApiView):
     """Writes with an ``Idempotency-Key`` are claimed after the path resolved and before the
-    handler runs; the response is stored on success (a retry gets it back), released on
-    failure."""
+    handler runs, and the handler runs with memory ids derived from the claim
+    (``intents.replayable``). The response is stored on success (a retry gets it back); a 4xx
+    releases the key; a 5xx ends the claim's lease, so the retry takes it over at once, makes
+    the same ids and finds what the failed attempt may have stored: it answers the first
+    write instead of making a second. A claim whose process died is taken over once its lease
+    (``ATLAS_WRITE_LEASE_S``) ends."""
 
     idempotent = True  # False for POSTs that only read (recall)
     _claim: IdempotencyRecord | None = None
+    _replaying: contextvars.Token[Any] | None = None
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -73,6 +85,7 @@ class IdempotentWrites(TokenApiView):
         if isinstance(outcome, StoredResponse):
             raise _Replay(outcome)
         self._claim = outcome
+        self._replaying = replay_begin(claim_seed(outcome))
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, _Replay):
@@ -83,20 +96,32 @@ class IdempotentWrites(TokenApiView):
         self, request: Request, response: Response, *args: Any, **kwargs: Any
     ) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
-        claim, self._claim = self._claim, None
-        if claim is not None and response.status_code < 300:
-            idempotency_complete(record=claim, status_code=response.status_code, body=response.data)
-        elif claim is not None:  # a failed write wrote nothing: let a retry run again
-            idempotency_release(record=claim)
+        self._settle(response.status_code, getattr(response, "data", None))
         return response
+
+    def _settle(self, status_code: int, body: Any) -> None:
+        claim, self._claim = self._claim, None
+        if self._replaying is not None:
+            replay_end(self._replaying)
+            self._replaying = None
+        if claim is None:
+            return
+        try:
+            if status_code < 300:
+                idempotency_complete(record=claim, status_code=status_code, body=body)
+            elif status_code < 500:  # refused: nothing written, the key is free again
+                idempotency_release(record=claim)
+            else:  # unknown outcome: the retry runs under the same ids and finds it
+                idempotency_unknown(record=claim)
+        except DatabaseError:  # the claim's lease ends by itself; a retry takes it over
+            logger.warning("idempotency claim left to its lease", extra={"key": claim.key})
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             return super().dispatch(request, *args, **kwargs)
         finally:
-            if self._claim is not None:  # an uncaught error skipped finalize_response
-                idempotency_release(record=self._claim)
-                self._claim = None
+            if self._claim is not None or self._replaying is not None:
+                self._settle(500, None)  # an uncaught error skipped finalize_response
 
 
 class AtlasView(IdempotentWrites):

@@ -54,6 +54,12 @@ class MemoryBackend(ABC):
     def write(self, docs: list[MemoryDoc]) -> None:
         """Insert (or replace by id) documents; one refresh for the batch."""
 
+    @abstractmethod
+    def create(self, docs: list[MemoryDoc]) -> set[str]:
+        """Insert documents whose ids are new; an id the store holds already is left as it is
+        and returned (a retried write finds its first attempt's document). Visible to the next
+        read like ``write``, the documents that existed included."""
+
     def get(self, scope: ReadScope, memory_id: str) -> MemoryDoc | None:
         """The document with this id if it is inside ``scope`` (any type), else None."""
         found = self.get_many(scope, [memory_id])

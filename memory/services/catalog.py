@@ -11,7 +11,15 @@ from django.db import transaction
 
 from atlas_platform.exceptions import NotFound, ValidationError
 from memory.engine.types import MemoryDoc
-from memory.services.common import backend, clean_text, embedder, new_id, now, store_errors
+from memory.services.common import (
+    backend,
+    clean_metadata,
+    clean_text,
+    embedder,
+    new_id,
+    now,
+    store_errors,
+)
 from memory.services.scoping import catalog_scope
 from tenants.models import Tenant
 from tenants.services.audit import audit_record
@@ -77,7 +85,7 @@ def _catalog_doc(tenant: Tenant, item: dict[str, Any], vector: list[float]) -> M
         source="operator",
         name=item.get("name"),
         tags=list(item.get("tags") or []),
-        metadata=dict(item.get("metadata") or {}),
+        metadata=clean_metadata(item.get("metadata")),
     )
 
 

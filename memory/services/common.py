@@ -7,6 +7,7 @@ import logging
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 from django.conf import settings
 
@@ -50,6 +51,26 @@ def clean_text(text: object, *, field: str = "text") -> str:
     if "\x00" in text:
         raise ValidationError(f"{field} contains a NUL character; remove it.", code="nul_character")
     return text
+
+
+METADATA_MAX_DEPTH = 32
+
+
+def clean_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """A JSON object nested at most ``METADATA_MAX_DEPTH`` levels (checked without recursion:
+    a hostile depth must cost a loop, not the stack). Deeper is a 400 here, not a refusal by
+    the store whose error could quote the document."""
+    value = dict(metadata or {})
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > METADATA_MAX_DEPTH:
+            raise ValidationError(
+                f"metadata nests deeper than {METADATA_MAX_DEPTH} levels.", code="metadata_too_deep"
+            )
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return value
 
 
 def clean_confidence(value: float) -> float:

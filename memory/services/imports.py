@@ -17,6 +17,7 @@ from memory.engine.types import PERSONAL_TYPES, MemoryDoc
 from memory.services.common import (
     backend,
     clean_confidence,
+    clean_metadata,
     clean_text,
     embedder,
     new_id,
@@ -116,7 +117,7 @@ def _build(user: User, item: ImportedMemory) -> MemoryDoc:
         confidence=clean_confidence(item.confidence),
         source=item.source,
         tags=list(item.tags),
-        metadata=dict(item.metadata),
+        metadata=clean_metadata(dict(item.metadata)),
         session_id=item.session_id,
         agent=item.agent,
         fact_type=item.fact_type,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -9,21 +10,28 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
+from memory.engine.base import EngineError
 from memory.engine.types import MemoryDoc
 from memory.services.common import (
     backend,
     clean_confidence,
+    clean_metadata,
     clean_text,
     embedder,
-    new_id,
     now,
     store_errors,
 )
+from memory.services.intents import (
+    intent_abandon,
+    intent_record,
+    intent_settle,
+    intents_reconcile,
+    next_memory_id,
+)
 from memory.services.recall import RecallResult, memory_recall
-from memory.services.scoping import user_read_scope
+from memory.services.scoping import user_read_scope, writer_scope
 from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -44,24 +52,44 @@ def _audit(
     **extra: Any,
 ) -> None:
     """The audit row of a change the store has just made, in its own short transaction (rows
-    only: the store is called before, never inside it). Ids and kinds only: an audit row never
-    holds memory text. If the row cannot be written, ``undo`` takes the store's change back
-    (best effort) so no memory is left without its audit row, and the error goes on."""
+    only: the store is called before, never inside it), settling the write's intent
+    (``intents.intent_settle``): a retry of a write that was audited already writes no second
+    row. Ids and kinds only: an audit row never holds memory text. If the row cannot be
+    written, ``undo`` takes the store's change back (best effort); if that fails too, the
+    pending intent is settled by the write's retry or by the reconciler."""
+
+    def record() -> None:
+        audit_record(
+            action=action,
+            tenant=user.tenant,
+            subject_user=user,
+            metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
+        )
+
     try:
-        with transaction.atomic():
-            audit_record(
-                action=action,
-                tenant=user.tenant,
-                subject_user=user,
-                metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
-            )
+        intent_settle(doc, record)
     except Exception:
         if undo is not None:
             try:
                 undo()
+                intent_abandon(doc)
             except Exception:
-                logger.exception("a write without its audit row could not be undone")
+                logger.warning("a write without its audit row is left to its intent's reconciler")
         raise
+
+
+def _store(doc: MemoryDoc) -> MemoryDoc:
+    """Record the write's intent, then create the document (inside ``store_errors``). A retry
+    of the same write (the same derived id) finds the first attempt's document and answers
+    with it, as stored."""
+    intent_record([doc])
+    if doc.id not in backend().create([doc]):
+        return doc
+    scope = writer_scope(tenant_id=doc.tenant_id, user_id=doc.user_id or "")
+    stored = backend().get(scope, doc.id)
+    if stored is None:  # pragma: no cover - created a moment ago, forgotten since
+        raise EngineError(f"memory {doc.id} vanished between its write and its read")
+    return dataclasses.replace(stored, embedding=doc.embedding)
 
 
 def embedding_text(
@@ -75,11 +103,13 @@ def embedding_text(
     return ". ".join(p.strip().rstrip(".") for p in parts if p and p.strip()) + "."
 
 
-def _personal_doc(user: User, memory_type: str, text: str, **fields: Any) -> MemoryDoc:
+def _personal_doc(
+    user: User, memory_type: str, text: str, *, memory_id: str | None = None, **fields: Any
+) -> MemoryDoc:
     moment = fields.pop("timestamp", None) or now()
     created = now()
     return MemoryDoc(
-        id=new_id(),
+        id=memory_id or next_memory_id(),
         tenant_id=str(user.tenant_id),
         user_id=str(user.pk),
         memory_type=memory_type,  # type: ignore[arg-type]
@@ -123,7 +153,7 @@ def memory_turn_record(
             agent=agent,
             timestamp=timestamp,
         )
-        backend().write([episode])
+        episode = _store(episode)
     _audit(
         user,
         "memory.turn",
@@ -164,8 +194,9 @@ def _clean_steps(steps: Sequence[Any] | None) -> list[dict[str, Any]]:
     return cleaned
 
 
-def _superseded_targets(user: User, ids: Sequence[str]) -> list[MemoryDoc]:
-    """The user's own current semantic facts named by ``ids``; anything else is refused."""
+def _superseded_targets(user: User, ids: Sequence[str], new_id: str) -> list[MemoryDoc]:
+    """The user's own current semantic facts named by ``ids``; anything else is refused. A fact
+    already superseded by ``new_id`` (this write's earlier attempt) still counts as current."""
     if len(set(ids)) != len(ids):
         raise ValidationError("supersedes lists an id twice.", code="bad_supersedes")
     scope = user_read_scope(user)
@@ -180,7 +211,7 @@ def _superseded_targets(user: User, ids: Sequence[str]) -> list[MemoryDoc]:
                 f"Only semantic facts can be superseded ({memory_id} is {doc.memory_type}).",
                 code="bad_supersedes",
             )
-        if doc.superseded_by:
+        if doc.superseded_by and doc.superseded_by != new_id:
             raise Conflict(
                 f"Memory {memory_id} is already superseded by {doc.superseded_by}.",
                 code="already_superseded",
@@ -235,14 +266,15 @@ def memory_write(
     if valid_from and valid_to and valid_from > valid_to:
         raise ValidationError("valid_from must not be after valid_to.", code="bad_validity")
     with store_errors():
-        targets = _superseded_targets(user, supersedes) if supersedes else []
+        memory_id = next_memory_id()
+        targets = _superseded_targets(user, supersedes, memory_id) if supersedes else []
         if contradiction == "harsh":
             confidence = max(0.0, round(confidence - settings.ATLAS_SUPERSEDE_HARSH_PENALTY, 6))
         fields: dict[str, Any] = {
             "confidence": confidence,
             "source": source,
             "tags": list(tags),
-            "metadata": dict(metadata or {}),
+            "metadata": clean_metadata(metadata),
         }
         if memory_type == "semantic":
             fields.update(
@@ -257,10 +289,12 @@ def memory_write(
             fields.update(
                 name=name, description=description, trigger=trigger, steps=_clean_steps(steps)
             )
-        doc = _personal_doc(user, memory_type, text, timestamp=timestamp, **fields)
+        doc = _personal_doc(
+            user, memory_type, text, memory_id=memory_id, timestamp=timestamp, **fields
+        )
         if memory_type == "semantic":
             doc.last_used_at = doc.timestamp if timestamp else doc.created_at
-        backend().write([doc])
+        doc = _store(doc)
         _mark_superseded(doc, targets)
     _audit(
         user,
@@ -290,6 +324,7 @@ def _mark_superseded(new: MemoryDoc, targets: list[MemoryDoc]) -> None:
         backend().update(target, mark)
         if lost:
             _unwrite(new, marked)
+            intent_abandon(new)
             raise Conflict(
                 f"Memory {target.id} was superseded concurrently.", code="already_superseded"
             )
@@ -301,6 +336,19 @@ def _unwrite(new: MemoryDoc, marked: list[MemoryDoc]) -> None:
     for done in marked:
         backend().update(done, _unmark(new.id))
     backend().delete(new)
+
+
+def memory_intents_reconcile() -> int:
+    """The beat task's pass over unsettled writes (``intents.intents_reconcile``): a memory left
+    in the store without its audit row by a crash nobody retried is taken back, with the
+    supersessions it made. Returns how many were taken back."""
+
+    def take_back(doc: MemoryDoc) -> None:
+        scope = writer_scope(tenant_id=doc.tenant_id, user_id=doc.user_id or "")
+        _unwrite(doc, backend().get_many(scope, list(doc.supersedes or [])))
+
+    with store_errors():
+        return intents_reconcile(take_back=take_back, read=lambda sc, i: backend().get(sc, i))
 
 
 def _unmark(new_id: str) -> Callable[[MemoryDoc], dict[str, Any]]:

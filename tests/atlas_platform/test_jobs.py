@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,7 +12,8 @@ from django.db import transaction
 from kombu.exceptions import OperationalError
 
 from atlas_platform.celery import app
-from atlas_platform.jobs import job_enqueue
+from atlas_platform.jobs import job_enqueue, job_pending, jobs_flush
+from atlas_platform.models import OutboxJob
 
 ran: list[tuple[int, str]] = []
 finished = threading.Event()
@@ -54,9 +56,10 @@ def test_a_job_is_sent_by_name_only_once_the_transaction_commits(
         assert broker == []  # nothing before the commit
 
     assert broker == [
-        {"name": "tests.jobs.record", "args": [7], "queue": "q-default"},
-        {"name": "tests.jobs.record", "args": [8], "queue": "q-erasure"},
+        {"name": "tests.jobs.record", "args": [7], "queue": "q-default", "retry": False},
+        {"name": "tests.jobs.record", "args": [8], "queue": "q-erasure", "retry": False},
     ]
+    assert not OutboxJob.objects.exists()  # sent: nothing waits
 
 
 def test_a_job_of_a_rolled_back_transaction_is_never_sent(
@@ -85,7 +88,57 @@ def test_a_broker_that_is_down_is_logged_not_raised(
     with django_capture_on_commit_callbacks(execute=True), caplog.at_level("WARNING"):
         job_enqueue("tests.jobs.record", 1)
 
-    assert "job not queued" in caplog.text
+    assert "job not sent" in caplog.text
+    waiting = OutboxJob.objects.get()
+    assert (waiting.name, waiting.args, waiting.ref) == ("tests.jobs.record", [1], "")
+
+
+def test_a_job_the_broker_missed_is_sent_by_the_flush_once_it_is_back(
+    db: None,
+    monkeypatch: pytest.MonkeyPatch,
+    eager: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    sent: list[str] = []
+    down = True
+
+    def send(name: str, **kwargs: Any) -> None:
+        if down:
+            raise OperationalError("connection refused")
+        sent.append(name)
+
+    eager(False)
+    monkeypatch.setattr(app, "send_task", send)
+    with django_capture_on_commit_callbacks(execute=True):
+        job_enqueue("tests.jobs.record", 1, ref="thing:1")
+    assert job_pending("thing:1") and not job_pending("thing:2")
+    assert jobs_flush(min_age_s=0) == 0  # still down: it stays
+
+    down = False
+    assert jobs_flush(min_age_s=0) == 1
+    assert sent == ["tests.jobs.record"]
+    assert not job_pending("thing:1") and jobs_flush(min_age_s=0) == 0
+
+
+def test_a_broker_that_does_not_answer_costs_the_caller_the_budget_only(
+    db: None,
+    monkeypatch: pytest.MonkeyPatch,
+    eager: Any,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    release = threading.Event()
+    settings.ATLAS_BROKER_TIMEOUT_S = 0.3
+    eager(False)
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: release.wait(5))
+    started = time.monotonic()
+    with django_capture_on_commit_callbacks(execute=True):
+        job_enqueue("tests.jobs.record", 1, ref="slow:1")
+    waited = time.monotonic() - started
+    release.set()
+
+    assert waited < 1.0
+    assert job_pending("slow:1")
 
 
 def test_in_eager_mode_the_job_runs_on_a_background_thread(

@@ -7,6 +7,7 @@ import pytest
 
 from consolidation.models import ConsolidationRun
 from tests.api.conftest import Api, error_code, tenant_token, user_token
+from tests.celery_worker import broker_url, unique_queue
 
 pytestmark = pytest.mark.usefixtures("store")
 
@@ -16,7 +17,10 @@ def api(client) -> Api:
     return Api(client)
 
 
-def test_it_queues_a_run_and_answers_202_with_its_id(api, alice, chat):
+@pytest.mark.django_db(transaction=True)  # real commits: the publish runs after the run's
+def test_it_queues_a_run_and_answers_202_with_its_id(api, alice, chat, settings):
+    broker_url()
+    settings.CELERY_TASK_DEFAULT_QUEUE = unique_queue("consolidate-api")  # nobody consumes it
     response = api.call("POST", "users/alice/consolidate", token=user_token(alice))
 
     assert response.status_code == 202

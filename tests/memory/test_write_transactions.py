@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from memory.models import WriteIntent
 from memory.services.catalog import catalog_delete, catalog_import
 from memory.services.common import backend, embedder
 from memory.services.writes import (
@@ -80,7 +81,7 @@ def test_a_write_whose_audit_row_fails_leaves_no_memory(people, monkeypatch):
     old = memory_write(user=alice, text="Sarah lives in Leeds.", memory_type="semantic")
     written: list[MemoryDoc] = []
     store = type(backend())
-    original = store.write
+    original = store.create
 
     def remember(self, docs):
         written.extend(docs)
@@ -89,7 +90,7 @@ def test_a_write_whose_audit_row_fails_leaves_no_memory(people, monkeypatch):
     def refuse(**kwargs):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(store, "write", remember)
+    monkeypatch.setattr(store, "create", remember)
     monkeypatch.setattr("memory.services.writes.audit_record", refuse)
 
     with pytest.raises(RuntimeError):
@@ -106,3 +107,5 @@ def test_a_write_whose_audit_row_fails_leaves_no_memory(people, monkeypatch):
         with pytest.raises(Exception, match="No memory"):
             memory_get(user=alice, memory_id=doc.id)
     assert memory_get(user=alice, memory_id=old.id).superseded_by is None
+    # Taken back by the write itself: no intent is left for the reconciler.
+    assert not WriteIntent.objects.filter(memory_id__in=[d.id for d in written]).exists()

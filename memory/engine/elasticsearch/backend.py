@@ -56,6 +56,9 @@ class ElasticsearchBackend(MemoryBackend):
     def write(self, docs: list[MemoryDoc]) -> None:
         writes.write(self._conn, docs)
 
+    def create(self, docs: list[MemoryDoc]) -> set[str]:
+        return writes.create(self._conn, docs)
+
     def update(self, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]) -> MemoryDoc:
         return writes.update(self._conn, doc, mutate)
 

@@ -54,7 +54,8 @@ class Connection:
         self.config = config
         self.index = f"{config.index_prefix}-{SHARED_INDEX}"
         self._cluster = Cluster(config)
-        self.writer = self._cluster.client
+        self.writer = self._cluster.client  # writes: the write budget (ATLAS_ES_TIMEOUT_S)
+        self.reader = self._cluster.reader  # reads: the shorter ATLAS_ES_READ_TIMEOUT_S
         self._keys = keys
         # Clients bound to users' scoped keys, kept per key (id and secret: a rotated key gets a
         # new one) so a request does not rebuild a client's ~90 namespace objects.
@@ -67,7 +68,7 @@ class Connection:
         re-read once; a user left without a live key is refused by the provider, and a second
         refusal fails the read. Never falls back to the writer."""
         if scope.isolation != "dls":
-            return call(what, lambda: fn(self.writer))
+            return call(what, lambda: fn(self.reader))
         if self._keys is None or scope.user_id is None:
             raise EngineError("A dls read needs a user and the backend a scoped-key provider.")
         tenant_id, user_id = scope.tenant_id, scope.user_id

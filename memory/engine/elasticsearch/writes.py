@@ -27,24 +27,45 @@ NO_REFRESH = "false"
 
 
 def write(conn: Connection, docs: list[MemoryDoc]) -> None:
+    """Index (insert or replace by id), then the group refresh."""
+    _bulk(conn, docs, "index")
+
+
+def create(conn: Connection, docs: list[MemoryDoc]) -> set[str]:
+    """Create-only (``op_type`` create): an id the index holds already is left as it is and
+    returned, so a retried write finds its first attempt's document instead of a second one.
+    The refresh runs in both cases: a first attempt whose refresh failed becomes visible."""
+    return _bulk(conn, docs, "create")
+
+
+def _bulk(conn: Connection, docs: list[MemoryDoc], op: str) -> set[str]:
     if not docs:
-        return
+        return set()
     operations: list[Json] = []
     for doc in docs:
         meta = {"_index": conn.index, "_id": doc.id, "routing": routing(doc)}
-        operations += [{"index": meta}, doc.to_source()]
+        operations += [{op: meta}, doc.to_source()]
     response = call(
         "write documents",
         lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
     )
     conn.after_write()
-    if response.get("errors"):
-        failures = [
-            f"{item['index'].get('_id')}: {item['index']['error']}"
-            for item in response["items"]
-            if "error" in item.get("index", {})
-        ]
+    existing: set[str] = set()
+    failures: list[str] = []
+    for item in response["items"] if response.get("errors") else []:
+        outcome = item.get(op, {})
+        if "error" not in outcome:
+            continue
+        if op == "create" and outcome.get("status") == 409:
+            existing.add(str(outcome.get("_id")))
+            continue
+        # The error's type and reason only: a refusal may quote the document (its text, its
+        # metadata), which belongs neither in a log line nor in an answer.
+        error = outcome["error"] if isinstance(outcome["error"], dict) else {}
+        failures.append(f"{outcome.get('_id')}: {error.get('type', 'error')}")
+    if failures:
         raise EngineError(f"Elasticsearch refused {len(failures)} document(s): {failures}")
+    return existing
 
 
 def update(

@@ -75,6 +75,19 @@ class EmbeddedBackend(MemoryBackend):
         with self._store.transaction(write=True) as conn:
             store_rows(conn, encoded)
 
+    def create(self, docs: list[MemoryDoc]) -> set[str]:
+        encoded = [encode(doc, self.dims) for doc in docs]
+        with self._store.transaction(write=True) as conn:
+            existing = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([doc.id for doc in docs]),),
+                )
+            }
+            store_rows(conn, [e for e in encoded if e.columns["id"] not in existing])
+        return existing
+
     def update(self, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]) -> MemoryDoc:
         # Holding the write lock from the read on makes this exact: no retry, never a conflict.
         with self._store.transaction(write=True) as conn:
