@@ -29,7 +29,7 @@ from memory.selectors import (
     memory_remaining_count,
     memory_supporting_episode_ids,
 )
-from memory.services.erasure import memory_erase_page
+from memory.services.erasure import memory_erase_page, memory_expunge_deleted
 from memory.types import PERSONAL_TYPES, MemoryDoc
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
@@ -95,7 +95,7 @@ def _claim(request_id: int, owner: str) -> ForgetRequest | None:
 class _Job:
     def __init__(self, request: ForgetRequest, owner: str) -> None:
         self.request, self.owner = request, owner
-        self.tenant_id, self.user_id = str(request.tenant_id), request.user_ref
+        self.tenant_id, self.user_id = request.tenant.memory_id, request.user_ref
         self.user = {"tenant_id": self.tenant_id, "user_id": self.user_id}
 
     # --- steps -------------------------------------------------------------------------------
@@ -108,6 +108,8 @@ class _Job:
             left = ", ".join(f"{kind}: {n}" for kind, n in remaining.items())
             self.fail(f"Verification found documents left ({left}); retry to erase them.")
             return
+        # Deleted documents keep counting in the index's term statistics until merged away.
+        memory_expunge_deleted(tenant_id=self.tenant_id, user_id=self.user_id)
         self._finish(targets)
 
     def _targets(self) -> list[str] | None:

@@ -164,6 +164,13 @@ class MemoryBackend(ABC):
         (refresh before returning); returns the ids deleted by this call. Idempotent: ids
         already gone, or not the user's, are skipped."""
 
+    def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> None:
+        """Make deleted documents of the store that held this user's documents (``user_id``
+        None: the tenant's) stop counting in any statistic a later read is scored with; called
+        after an erasure. The default does nothing: a store whose deletes leave no trace (the
+        embedded FTS5 index removes a deleted row's terms from its totals at once)."""
+        return None
+
     @abstractmethod
     def count_ids(
         self,

@@ -20,3 +20,11 @@ def memory_erase_page(
     kind = personal_type(memory_type)
     with store_errors():
         return backend().delete_ids(tenant_id=tenant_id, user_id=user_id, memory_type=kind, ids=ids)
+
+
+def memory_expunge_deleted(*, tenant_id: str, user_id: str) -> None:
+    """After an erasure: merge the deleted documents out of the index that held the user's
+    memories, so none of their words still counts in the term statistics that score the
+    recalls of anyone sharing that index (deleted documents count until merged away)."""
+    with store_errors():
+        backend().expunge_deleted(tenant_id=tenant_id, user_id=user_id)
