@@ -78,8 +78,8 @@ class ElasticsearchBackend(MemoryBackend):
         # Every index of the deployment: usage bumps wait for the periodic refresh otherwise.
         self._conn.after_write([self._conn.index_pattern])
 
-    def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> None:
-        writes.expunge_deleted(self._conn, tenant_id, user_id)
+    def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> bool:
+        return writes.expunge_deleted(self._conn, tenant_id, user_id)
 
     def delete(self, doc: MemoryDoc) -> bool:
         return writes.delete(self._conn, doc)

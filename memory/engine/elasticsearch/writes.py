@@ -203,19 +203,31 @@ def _get_versioned(
     return MemoryDoc.from_source(got["_source"]), got["_seq_no"], got["_primary_term"]
 
 
-def expunge_deleted(conn: Connection, tenant_id: str, user_id: str | None) -> None:
+def expunge_deleted(conn: Connection, tenant_id: str, user_id: str | None) -> bool:
     """Merge away the deleted documents of the index that held the user's (or the tenant's)
-    documents: until then a deleted document still counts in the index's term statistics
-    (every segment with a delete qualifies: ``merge.policy.expunge_deletes_allowed`` is 0 in
-    the template)."""
+    documents: until then a deleted document still counts in the index's term statistics.
+
+    Flush (a commit that holds the deletes), then merge every segment with a delete
+    (``merge.policy.expunge_deletes_allowed`` is 0 in the template). The shard keeps soft
+    deletes newer than its retention lease, which advances in the background (about every
+    30 s on 9.x), so a merge right after an erasure may have to be repeated: returns whether
+    the index holds no deleted document any more."""
     index = conn.index_for(tenant_id, user_id)
+    w = conn.writer
+    call("flush", lambda: w.indices.flush(index=index, ignore_unavailable=True))
     call(
         "expunge deleted documents",
-        lambda: conn.writer.indices.forcemerge(
+        lambda: w.indices.forcemerge(
             index=index, only_expunge_deletes=True, ignore_unavailable=True
         ),
     )
     conn.after_write([index])
+    stats = call(
+        "read index stats",
+        lambda: w.options(ignore_status=404).indices.stats(index=index, metric="docs"),
+    )
+    deleted = stats.body.get("_all", {}).get("primaries", {}).get("docs", {}).get("deleted", 0)
+    return int(deleted) == 0
 
 
 def _error_body(exc: ApiError) -> Json:
