@@ -22,7 +22,7 @@ from typing import Any
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import MemoryBackend, require_personal
-from memory.engine.elasticsearch import reads, setup, writes
+from memory.engine.elasticsearch import layout, reads, setup, writes
 from memory.engine.elasticsearch.client import Connection, Layout, ScopedKeys
 from memory.engine.types import (
     GrowthBucket,
@@ -63,6 +63,10 @@ class ElasticsearchBackend(MemoryBackend):
 
     def ensure_ready(self) -> None:
         setup.ensure_ready(self._conn, dims=self.dims)
+
+    def relocate(self, translate: layout.Translate, *, delete_legacy: bool) -> layout.Relocation:
+        """Move documents where the layout says (``layout.relocate``)."""
+        return layout.relocate(self._conn, translate, delete_legacy=delete_legacy)
 
     # --- writes (always the writer credential) -------------------------------------------------
     def write(self, docs: list[MemoryDoc]) -> None:
