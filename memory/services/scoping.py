@@ -44,16 +44,10 @@ class ScopedKeyCache:
 
     def reload(self, tenant_id: str, user_id: str) -> ApiKey:
         """Read the user's live key from the database; keep it if caching is on."""
-        user = _user(tenant_id, user_id)
-        key = (
-            ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE)
-            .order_by("-created_at")
-            .first()
-            if user is not None
-            else None
-        )
+        key = _active_key(tenant_id, user_id)
         if key is None or key.is_expired:
             self.forget(tenant_id, user_id)
+            user = _user(tenant_id, user_id)
             external = [user.external_id] if user is not None else []
             raise MemoryStoreUnavailable(
                 f"User {next(iter(external), user_id)!r} has no scoped cluster key: provision "
@@ -79,6 +73,20 @@ class ScopedKeyCache:
 
 
 scoped_keys = ScopedKeyCache()
+
+
+def _active_key(tenant_id: str, user_id: str) -> ScopedKey | None:
+    """The live key of the user with these memory ids (one query)."""
+    try:
+        return (
+            ScopedKey.objects.filter(
+                user__uid=user_id, user__tenant__uid=tenant_id, status=ScopedKey.Status.ACTIVE
+            )
+            .order_by("-created_at")
+            .first()
+        )
+    except DjangoValidationError:  # not a uuid: no such user
+        return None
 
 
 def _user(tenant_id: str, user_id: str) -> User | None:

@@ -274,14 +274,18 @@ def _invalidate_pending(keys: list[ScopedKey]) -> int:
 
 
 def scoped_keys_restore(*, users: list[User]) -> int:
-    """Give each active user of an active tenant among ``users`` who has no live key a new
-    one (a user enabled again, a tenant reactivated). Best effort per user: a failure is
-    logged and the user can be provisioned from the admin. Returns how many were made."""
+    """Give each active user of an active tenant among ``users`` whose keys were withdrawn
+    (had one, has no live one) a new one (a user enabled again, a tenant reactivated); users
+    never provisioned stay so. Best effort per user: a failure is logged and the user can be
+    provisioned from the admin. Returns how many were made."""
     if get_cluster() is None:
         return 0
     made = 0
     for user in users:
         if user.status != User.Status.ACTIVE or not user.tenant.is_active:
+            continue
+        keys = ScopedKey.objects.filter(user=user)
+        if not keys.exists() or keys.filter(status=ScopedKey.Status.ACTIVE).exists():
             continue
         try:
             scoped_key_provision(user=user)

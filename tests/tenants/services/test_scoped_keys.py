@@ -308,3 +308,69 @@ def test_a_provisioning_that_loses_a_race_invalidates_the_key_it_made(es, alice,
     assert ScopedKey.objects.get(user=alice).key_id != made[0].id
     with pytest.raises(AuthenticationException):
         Cluster(es).as_api_key(made[0]).search(index=f"{es.index_prefix}-*", size=1)
+
+
+def test_disabling_a_user_kills_their_key_on_the_cluster_and_enabling_makes_a_new_one(
+    es, seeded, alice
+):
+    from tenants.services.users import user_set_status
+
+    key = scoped_key_provision(user=alice)
+    assert visible_ids(es, key)  # it works
+
+    user_set_status(user=alice, status=User.Status.DISABLED)
+
+    with pytest.raises(AuthenticationException):
+        visible_ids(es, key)
+    key.refresh_from_db()
+    assert key.status == ScopedKey.Status.INVALIDATED and alice.current_key() is None
+
+    user_set_status(user=User.objects.get(pk=alice.pk), status=User.Status.ACTIVE)
+
+    fresh = alice.current_key()
+    assert fresh is not None and fresh.key_id != key.key_id
+    assert visible_ids(es, fresh) == seeded["alice"] | seeded["catalog:acme"]
+
+
+def test_suspending_a_tenant_kills_its_keys_at_once(es, seeded, alice, bob, charlie):
+    from tenants.services.tenants import tenant_reactivate, tenant_suspend
+
+    keys = {u.external_id: scoped_key_provision(user=u) for u in (alice, bob, charlie)}
+
+    tenant_suspend(tenant=alice.tenant)
+
+    for name in ("alice", "bob"):
+        with pytest.raises(AuthenticationException):
+            visible_ids(es, keys[name])
+    assert visible_ids(es, keys["charlie"])  # another tenant's keys live on
+
+    tenant_reactivate(tenant=alice.tenant)
+    for user in (alice, bob):
+        fresh = user.current_key()
+        assert fresh is not None and fresh.key_id != keys[user.external_id].key_id
+        assert visible_ids(es, fresh)
+
+
+def test_keys_near_expiry_are_renewed_by_the_scheduled_task(es, seeded, alice, bob, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tenants.tasks import scoped_keys_renew_task
+
+    near = scoped_key_provision(user=alice)
+    far = scoped_key_provision(user=bob)
+    ScopedKey.objects.filter(pk=near.pk).update(expires_at=timezone.now() + timedelta(hours=1))
+
+    result = scoped_keys_renew_task.apply().get()
+
+    assert result["rotated"] == 1 and result["failed"] == 0
+    near.refresh_from_db()
+    assert near.status == ScopedKey.Status.INVALIDATED
+    renewed = alice.current_key()
+    assert renewed is not None and renewed.rotated_from_id == near.pk
+    assert renewed.expires_at is not None and renewed.expires_at > timezone.now() + timedelta(days=6)
+    assert bob.current_key() == far
+    with pytest.raises(AuthenticationException):
+        visible_ids(es, near)
+    assert "scoped-keys-renew" in settings.CELERY_BEAT_SCHEDULE
