@@ -146,7 +146,8 @@ class Cluster:
     def invalidate_api_keys(self, key_ids: list[str]) -> None:
         """Invalidate several keys in one call; raises unless every one is (or was) invalid."""
         body = _call(
-            "invalidate API keys", lambda: self.client.security.invalidate_api_key(ids=key_ids)
+            "invalidate API keys",
+            lambda: self.client.security.invalidate_api_key(ids=key_ids, owner=True),
         )
         done = set(body.get("invalidated_api_keys", [])) | set(
             body.get("previously_invalidated_api_keys", [])
@@ -156,7 +157,9 @@ class Cluster:
 
     def invalidate_api_key(self, key_id: str) -> None:
         body = _call(
-            "invalidate an API key", lambda: self.client.security.invalidate_api_key(ids=[key_id])
+            "invalidate an API key",
+            # owner: the platform's role may manage only the keys it made itself.
+            lambda: self.client.security.invalidate_api_key(ids=[key_id], owner=True),
         )
         done = set(body.get("invalidated_api_keys", [])) | set(
             body.get("previously_invalidated_api_keys", [])

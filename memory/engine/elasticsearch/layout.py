@@ -20,6 +20,7 @@ from memory.engine.types import MemoryDoc
 
 Json = dict[str, Any]
 PAGE = 500
+KEEP_ALIVE = "2m"
 # (tenant id, user id or None) as stored -> as they must be; None: no such tenant / user.
 Translate = Callable[[str, str | None], tuple[str, str | None] | None]
 
@@ -29,6 +30,7 @@ class Relocation:
     moved: int = 0
     kept: int = 0
     orphans: int = 0  # documents of tenants or users the database no longer has (left alone)
+    legacy_orphans: int = 0  # of them, in the legacy index (which is then kept)
     sources: list[str] = field(default_factory=list)
     legacy_deleted: bool = False
 
@@ -46,7 +48,7 @@ def relocate(conn: Connection, translate: Translate, *, delete_legacy: bool) -> 
     report = Relocation(sources=sorted(existing.body))
     for index in report.sources:
         _relocate_index(conn, index, translate, report, is_legacy=index == legacy)
-    if delete_legacy and legacy in existing.body and not report.orphans:
+    if delete_legacy and legacy in existing.body and not report.legacy_orphans:
         call("delete the legacy index", lambda: conn.writer.indices.delete(index=legacy))
         report.legacy_deleted = True
     return report
@@ -55,14 +57,37 @@ def relocate(conn: Connection, translate: Translate, *, delete_legacy: bool) -> 
 def _relocate_index(
     conn: Connection, index: str, translate: Translate, report: Relocation, *, is_legacy: bool
 ) -> None:
+    # A point in time: the pages read stay put while this moves documents out of the index.
+    pit = call(
+        "open a point in time",
+        lambda: conn.writer.open_point_in_time(index=index, keep_alive=KEEP_ALIVE),
+    )["id"]
+    try:
+        _relocate_pages(conn, index, pit, translate, report, is_legacy=is_legacy)
+    finally:
+        call("close a point in time", lambda: conn.writer.close_point_in_time(id=pit))
+
+
+def _relocate_pages(
+    conn: Connection,
+    index: str,
+    pit: str,
+    translate: Translate,
+    report: Relocation,
+    *,
+    is_legacy: bool,
+) -> None:
     after: list[Any] | None = None
     while True:
-        body: Json = {"size": PAGE, "sort": [{"id": "asc"}], "query": {"match_all": {}}}
+        body: Json = {
+            "size": PAGE,
+            "pit": {"id": pit, "keep_alive": KEEP_ALIVE},
+            "sort": ["_shard_doc"],
+            "query": {"match_all": {}},
+        }
         if after is not None:
             body["search_after"] = after
-        hits = call("read documents", lambda: conn.writer.search(index=index, **body))["hits"][
-            "hits"
-        ]
+        hits = call("read documents", lambda: conn.writer.search(**body))["hits"]["hits"]
         if not hits:
             return
         after = hits[-1]["sort"]
@@ -70,11 +95,12 @@ def _relocate_index(
         targets: set[str] = set()
         for hit in hits:
             source = hit["_source"]
-            ids = translate(source["tenant_id"], source.get("user_id"))
-            if ids is None:
+            ids = translate(str(source.get("tenant_id")), source.get("user_id"))
+            doc = _as_doc(source, ids)
+            if ids is None or doc is None:
                 report.orphans += 1
+                report.legacy_orphans += is_legacy
                 continue
-            doc = MemoryDoc.from_source({**source, "tenant_id": ids[0], "user_id": ids[1]})
             target = conn.doc_index(doc)
             if target == index and ids == (source["tenant_id"], source.get("user_id")):
                 report.kept += 1
@@ -95,3 +121,13 @@ def _relocate_index(
                 failed = [i for i in response["items"] if "error" in next(iter(i.values()))]
                 raise EngineError(f"The cluster refused {len(failed)} moves: {failed[:3]}")
             conn.after_write(sorted(targets | {index}))
+
+
+def _as_doc(source: Json, ids: tuple[str, str | None] | None) -> MemoryDoc | None:
+    """The document with its new ids; None for one that is not a memory document at all."""
+    if ids is None:
+        return None
+    try:
+        return MemoryDoc.from_source({**source, "tenant_id": ids[0], "user_id": ids[1]})
+    except (TypeError, ValueError):
+        return None

@@ -40,7 +40,7 @@ def dave(globex) -> User:
 
 
 @pytest.fixture
-def seeded(es, alice, bob, charlie, dave) -> dict[str, set[str]]:
+def seeded(es, alice, bob, charlie, dave, settings) -> dict[str, set[str]]:
     """Two tenants x two users, documents in each tenant's index plus each tenant's catalog;
     and the same ids in an index of another deployment (another prefix) on the same cluster,
     which no key of this deployment may read."""
@@ -50,7 +50,9 @@ def seeded(es, alice, bob, charlie, dave) -> dict[str, set[str]]:
             "tenant_id": {"type": "keyword"},
             "user_id": {"type": "keyword"},
             "text": {"type": "text"},
-        }
+        },
+        # This deployment's own indices (the platform refuses a prefix with others').
+        "_meta": {"atlas_deployment": settings.ATLAS_DEPLOYMENT_ID},
     }
     other = ClusterConfig(url=es.url, index_prefix=f"{es.index_prefix}-b")
     for tenant in (alice.tenant, charlie.tenant):
@@ -139,7 +141,7 @@ def test_a_scoped_key_has_search_only(es, seeded, alice, bob):
 
 def test_a_key_names_exactly_its_tenant_index_and_expires(es, alice):
     key = scoped_key_provision(user=alice)
-    info = admin_client(es).security.get_api_key(id=key.key_id)["api_keys"][0]
+    info = admin_client(es).security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
     role = info["role_descriptors"]["atlas_memory_reader"]["indices"]
 
     assert [r["names"] for r in role] == [[es.tenant_index(alice.memory_tenant_id)]]
