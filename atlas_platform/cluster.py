@@ -9,7 +9,9 @@ cluster's own error text goes to the log, never into an error a client is shown.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,8 +75,34 @@ class ClusterConfig:
 
     @property
     def memory_index_pattern(self) -> str:
-        """Every index of this deployment (the memories index is ``<prefix>-memories``)."""
-        return f"{self.index_prefix}-*"
+        """Every memory index of this deployment: ``<prefix>-t-<tenant>[-u-<user>]``."""
+        return f"{self.index_prefix}-t-*"
+
+    @property
+    def legacy_index(self) -> str:
+        """The one index every tenant shared before the per-tenant layout
+        (``manage.py es_layout_migrate`` moves its documents out)."""
+        return f"{self.index_prefix}-memories"
+
+    def tenant_index(self, tenant_id: str) -> str:
+        """The index of a tenant's documents (its catalog, and its users' unless they have
+        their own): its term statistics are the tenant's alone."""
+        return f"{self.index_prefix}-t-{_name_part(tenant_id)}"
+
+    def user_index(self, tenant_id: str, user_id: str) -> str:
+        """The index of one user's documents under per-user statistics."""
+        return f"{self.tenant_index(tenant_id)}-u-{_name_part(user_id)}"
+
+
+_NAME_PART = re.compile(r"[a-z0-9][a-z0-9_]{0,63}")
+
+
+def _name_part(value: str) -> str:
+    """An id as it may stand in an index name: as is when it is a plain lowercase word (the
+    platform's hex ids are), else a digest of it (never two ids onto one name by accident)."""
+    if _NAME_PART.fullmatch(value):
+        return value
+    return "h" + hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -112,19 +140,41 @@ class Cluster:
         return licence.get("status") == "active" and licence.get("type") in DLS_LICENCES
 
     def create_api_key(
-        self, *, name: str, role_descriptors: dict[str, Any], metadata: dict[str, Any]
+        self,
+        *,
+        name: str,
+        role_descriptors: dict[str, Any],
+        metadata: dict[str, Any],
+        expiration: str | None = None,
     ) -> ApiKey:
         body = _call(
             "create an API key",
             lambda: self.client.security.create_api_key(
-                name=name, role_descriptors=role_descriptors, metadata=metadata
+                name=name,
+                role_descriptors=role_descriptors,
+                metadata=metadata,
+                expiration=expiration,
             ),
         )
         return ApiKey(id=body["id"], secret=body["api_key"])
 
+    def invalidate_api_keys(self, key_ids: list[str]) -> None:
+        """Invalidate several keys in one call; raises unless every one is (or was) invalid."""
+        body = _call(
+            "invalidate API keys",
+            lambda: self.client.security.invalidate_api_key(ids=key_ids, owner=True),
+        )
+        done = set(body.get("invalidated_api_keys", [])) | set(
+            body.get("previously_invalidated_api_keys", [])
+        )
+        if not set(key_ids) <= done:
+            raise ClusterUnavailable("The cluster did not invalidate every API key asked.")
+
     def invalidate_api_key(self, key_id: str) -> None:
         body = _call(
-            "invalidate an API key", lambda: self.client.security.invalidate_api_key(ids=[key_id])
+            "invalidate an API key",
+            # owner: the platform's role may manage only the keys it made itself.
+            lambda: self.client.security.invalidate_api_key(ids=[key_id], owner=True),
         )
         done = set(body.get("invalidated_api_keys", [])) | set(
             body.get("previously_invalidated_api_keys", [])

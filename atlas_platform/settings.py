@@ -203,6 +203,13 @@ ATLAS_TOKEN_LAST_USED_RESOLUTION_S = env.int("ATLAS_TOKEN_LAST_USED_RESOLUTION_S
 # the key row on every request.
 ATLAS_SCOPED_KEY_CACHE_S = env.float("ATLAS_SCOPED_KEY_CACHE_S", default=60.0)
 ATLAS_KEY_ROTATION_DAYS_DEFAULT = env.int("ATLAS_KEY_ROTATION_DAYS_DEFAULT", default=90)
+# Scoped cluster keys expire after this many days; tenants.scoped_keys_renew (beat, hourly)
+# rotates every key within ATLAS_SCOPED_KEY_RENEW_DAYS of its expiry.
+ATLAS_SCOPED_KEY_TTL_DAYS = env.float("ATLAS_SCOPED_KEY_TTL_DAYS", default=7.0)
+ATLAS_SCOPED_KEY_RENEW_DAYS = env.float("ATLAS_SCOPED_KEY_RENEW_DAYS", default=2.0)
+# The deployment's id, stamped into its indices' metadata (empty: the id the database keeps,
+# tenants.models.Deployment, made on first use; a reset database gets a new one).
+ATLAS_DEPLOYMENT_ID = env.str("ATLAS_DEPLOYMENT_ID", default="")
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
 CELERY_TASK_ALWAYS_EAGER = env.bool(
@@ -238,6 +245,8 @@ CELERY_BEAT_SCHEDULE = {
     "jobs-outbox-flush": {"task": "atlas_platform.jobs_flush", "schedule": 30.0},
     # Applied client operations of agents (offline replay) past ATLAS_OPERATION_TTL_DAYS.
     "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
+    # Scoped cluster keys near their expiry are rotated (ATLAS_SCOPED_KEY_TTL_DAYS).
+    "scoped-keys-renew": {"task": "tenants.scoped_keys_renew", "schedule": 3600.0},
 }
 
 # Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.

@@ -199,7 +199,7 @@ def memory_counts(*, user: User) -> dict[str, int]:
 def tenant_memory_growth(*, tenant: Tenant, bucket: GrowthBucket) -> list[GrowthPoint]:
     """The tenant's documents per type per week or month (counts only; see ``growth``)."""
     with store_errors():
-        return backend().growth(str(tenant.pk), bucket=bucket)
+        return backend().growth(tenant.memory_id, bucket=bucket)
 
 
 @dataclass(frozen=True)

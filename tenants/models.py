@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -21,6 +22,17 @@ EXTERNAL_ID_VALIDATOR = RegexValidator(
 )
 
 
+class Deployment(models.Model):
+    """This deployment's id on the search cluster (one row): its indices carry it, and the
+    platform will not use indices that carry another (``ATLAS_DEPLOYMENT_ID`` overrides)."""
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.uid.hex
+
+
 class Tenant(models.Model):
     """An organisation whose users' memories Atlas keeps apart from every other tenant's."""
 
@@ -32,6 +44,13 @@ class Tenant(models.Model):
         DLS = "dls", "Cluster-enforced (document-level security)"
         FILTER = "filter", "Application filter only (weaker)"
 
+    class StatisticsScope(models.TextChoices):
+        TENANT = "tenant", "Per tenant (users of the tenant share term statistics)"
+        USER = "user", "Per user (no statistic is shared between users; lower recall)"
+
+    # The tenant's id in the search cluster: globally unique (primary keys repeat across
+    # deployments and after a database reset; these never do).
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     slug = models.SlugField(max_length=50, unique=True, validators=[SLUG_VALIDATOR])
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
@@ -85,6 +104,11 @@ class Tenant(models.Model):
             "who opened it."
         ),
     )
+    # Whose documents score a user's lexical recall: the tenant's index (shared by its users)
+    # or the user's own index. Changing it takes ``manage.py es_layout_migrate``.
+    statistics_scope = models.CharField(
+        max_length=8, choices=StatisticsScope.choices, default=StatisticsScope.TENANT
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -101,6 +125,11 @@ class Tenant(models.Model):
     def isolation_is_weaker(self) -> bool:
         return self.isolation_mode == self.IsolationMode.FILTER
 
+    @property
+    def memory_id(self) -> str:
+        """The tenant's id on memory documents and in index names (never the primary key)."""
+        return self.uid.hex
+
 
 class User(models.Model):
     """A memory subject: an agent's end user. Belongs to exactly one tenant."""
@@ -109,6 +138,7 @@ class User(models.Model):
         ACTIVE = "active", "Active"
         DISABLED = "disabled", "Disabled"
 
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="users")
     external_id = models.CharField(max_length=128, validators=[EXTERNAL_ID_VALIDATOR])
     display_name = models.CharField(max_length=200, blank=True)
@@ -125,6 +155,15 @@ class User(models.Model):
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.tenant.slug})"
+
+    @property
+    def memory_id(self) -> str:
+        """The user's id on memory documents and scoped keys (never the primary key)."""
+        return self.uid.hex
+
+    @property
+    def memory_tenant_id(self) -> str:
+        return self.tenant.memory_id
 
     def current_key(self) -> ScopedKey | None:
         return (
@@ -222,6 +261,9 @@ class ScopedKey(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="rotated_to"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the cluster stops accepting the key (``ATLAS_SCOPED_KEY_TTL_DAYS``); the beat task
+    # ``tenants.scoped_keys_renew`` rotates keys before it. Null: a key made before expiry.
+    expires_at = models.DateTimeField(null=True, blank=True)
     invalidated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -234,6 +276,10 @@ class ScopedKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key_id} ({self.get_status_display()})"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
 
     @property
     def age(self) -> timedelta:

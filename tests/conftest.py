@@ -66,6 +66,9 @@ def es(es_session_config: ClusterConfig, settings: Any) -> Iterator[ClusterConfi
     settings.ATLAS_ES_PASSWORD = es_session_config.password
     settings.ATLAS_ES_API_KEY = ""
     settings.ATLAS_ES_INDEX_PREFIX = es_session_config.index_prefix
+    # One deployment id for the session's indices (the database's own would be rolled back
+    # with each test); worker subprocesses get the same (tests/celery_worker.py callers).
+    settings.ATLAS_DEPLOYMENT_ID = f"test-{es_session_config.index_prefix}"
     yield es_session_config
 
 

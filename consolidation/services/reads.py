@@ -79,7 +79,7 @@ def _known(
     shown = [pid for ids in suggested.values() for pid in ids if pid not in found]
     if shown:
         for doc in memory_get_many(user=user, memory_ids=list(dict.fromkeys(shown))):
-            if doc.memory_type == "procedural" and doc.user_id == str(user.pk):
+            if doc.memory_type == "procedural" and doc.user_id == user.memory_id:
                 found[doc.id] = doc
     known = list(found.values())
     facts = [d for d in known if d.memory_type == "semantic" and not d.superseded_by]

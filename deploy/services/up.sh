@@ -302,6 +302,38 @@ es_check_license() {
     die "expected an active trial licence, got: $lic"
 }
 
+# ------------------------------------------------ platform role (issue 17) --
+# The platform and the test suite run as a least-privileged native user, never as
+# "elastic": role atlas_platform from deploy/elasticsearch/platform-role.json over the
+# indices atlas-* (every prefix the tests, the eval and the bench use), user
+# atlas_platform with a password generated once. "elastic" stays in the env file as
+# ATLAS_ES_ADMIN_* for the few things that administer security (manage.py es_platform_role).
+PLATFORM_ROLE_FILE="$REPO_ROOT/deploy/elasticsearch/platform-role.json"
+PLATFORM_USER=atlas_platform
+PLATFORM_PASSWORD_FILE="$ATLAS_SERVICES_DIR/platform-password"
+
+es_platform_role() {
+  if [[ ! -s $PLATFORM_PASSWORD_FILE ]]; then
+    (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PLATFORM_PASSWORD_FILE")
+    log "generated $PLATFORM_USER password -> $PLATFORM_PASSWORD_FILE"
+  fi
+  PLATFORM_PASSWORD=$(<"$PLATFORM_PASSWORD_FILE")
+  local es="http://127.0.0.1:$ATLAS_ES_PORT" role user
+  # The role file without the "description" of the prefix placeholder: same privileges.
+  role=$(sed 's/__PREFIX__/atlas/g' "$PLATFORM_ROLE_FILE")
+  curl -fsS -m 10 -u "elastic:$ES_PASSWORD" -H 'Content-Type: application/json' \
+    -X PUT "$es/_security/role/$PLATFORM_USER" -d "$role" >/dev/null ||
+    die "could not put role $PLATFORM_USER"
+  user=$(printf '{"password":"%s","roles":["%s"],"full_name":"Atlas platform"}' \
+    "$PLATFORM_PASSWORD" "$PLATFORM_USER")
+  curl -fsS -m 10 -u "elastic:$ES_PASSWORD" -H 'Content-Type: application/json' \
+    -X PUT "$es/_security/user/$PLATFORM_USER" -d "$user" >/dev/null ||
+    die "could not put user $PLATFORM_USER"
+  curl -fsS -m 10 -u "$PLATFORM_USER:$PLATFORM_PASSWORD" "$es/_cluster/health" >/dev/null ||
+    die "user $PLATFORM_USER cannot authenticate"
+  log "role + user $PLATFORM_USER in place (indices atlas-*)"
+}
+
 pg_install() {
   if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
     log "installing postgresql via apt"
@@ -409,8 +441,10 @@ write_env() {
   tmp=$(mktemp "$ENV_FILE.XXXXXX")
   cat >"$tmp" <<EOF
 ATLAS_ES_URL=http://127.0.0.1:$ATLAS_ES_PORT
-ATLAS_ES_USERNAME=elastic
-ATLAS_ES_PASSWORD=$ES_PASSWORD
+ATLAS_ES_USERNAME=$PLATFORM_USER
+ATLAS_ES_PASSWORD=$PLATFORM_PASSWORD
+ATLAS_ES_ADMIN_USERNAME=elastic
+ATLAS_ES_ADMIN_PASSWORD=$ES_PASSWORD
 ATLAS_ES_VERSION=$ES_VERSION
 DATABASE_URL=postgres://atlas:atlas@127.0.0.1:$ATLAS_PG_PORT/atlas
 REDIS_URL=redis://127.0.0.1:$ATLAS_REDIS_PORT/0
@@ -431,6 +465,7 @@ main() {
   step "elasticsearch: configure" es_configure
   step "elasticsearch: start + wait healthy" es_start
   step "elasticsearch: licence" es_check_license
+  step "elasticsearch: platform role" es_platform_role
   step "postgresql: install" pg_install
   step "postgresql: init" pg_init
   step "postgresql: start" pg_start

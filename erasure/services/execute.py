@@ -29,7 +29,11 @@ from memory.selectors import (
     memory_remaining_count,
     memory_supporting_episode_ids,
 )
-from memory.services.erasure import memory_erase_page
+from memory.services.erasure import (
+    memory_erase_page,
+    memory_expunge_deleted,
+    memory_expunge_later,
+)
 from memory.types import PERSONAL_TYPES, MemoryDoc
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
@@ -95,7 +99,7 @@ def _claim(request_id: int, owner: str) -> ForgetRequest | None:
 class _Job:
     def __init__(self, request: ForgetRequest, owner: str) -> None:
         self.request, self.owner = request, owner
-        self.tenant_id, self.user_id = str(request.tenant_id), request.user_ref
+        self.tenant_id, self.user_id = request.tenant.memory_id, request.user_ref
         self.user = {"tenant_id": self.tenant_id, "user_id": self.user_id}
 
     # --- steps -------------------------------------------------------------------------------
@@ -108,6 +112,12 @@ class _Job:
             left = ", ".join(f"{kind}: {n}" for kind, n in remaining.items())
             self.fail(f"Verification found documents left ({left}); retry to erase them.")
             return
+        # Deleted documents keep counting in the index's term statistics until merged away;
+        # the cluster may hold them a little longer: then a task merges again later.
+        if not memory_expunge_deleted(tenant_id=self.tenant_id, user_id=self.user_id):
+            transaction.on_commit(
+                lambda: memory_expunge_later(tenant_id=self.tenant_id, user_id=self.user_id)
+            )
         self._finish(targets)
 
     def _targets(self) -> list[str] | None:

@@ -130,7 +130,7 @@ def forget_request_open(
         request = ForgetRequest.objects.create(
             tenant_id=user.tenant_id,
             user=user,
-            user_ref=str(user.pk),
+            user_ref=user.memory_id,
             scope=scope,
             memory_ids=ids,
             query=query,

@@ -407,15 +407,33 @@ def _onboard(slug: str, name: str, external_ids: list[str]) -> Any:
     )
 
 
+def _set_statistics_scope(onboarding: Any, scope: str) -> None:
+    """Switch a fresh (empty) tenant's statistics scope; its keys are rotated to name the
+    users' own indices."""
+    from memory.services.scoping import tenant_layout
+    from tenants.services.scoped_keys import scoped_key_rotate
+
+    tenant = onboarding.tenant
+    tenant.statistics_scope = scope
+    tenant.save(update_fields=["statistics_scope"])
+    tenant_layout.clear()
+    for user in onboarding.users:
+        user.tenant = tenant
+        if user.current_key() is not None:
+            scoped_key_rotate(user=user)
+
+
 def load_run(
     personas: Sequence[Persona],
     catalog: Sequence[CatalogDocument],
     *,
     foreign: Persona,
     suffix: str | None = None,
+    statistics_scope: str = "tenant",
 ) -> LoadedRun:
     """A fresh tenant with one user per persona (memories written with the corpus's times) and
-    the catalog, plus a foreign tenant whose one user holds ``foreign``'s memories."""
+    the catalog, plus a foreign tenant whose one user holds ``foreign``'s memories.
+    ``statistics_scope``: the main tenant's (``Tenant.statistics_scope``)."""
     import time
 
     from memory.services.catalog import catalog_doc_id, catalog_import
@@ -424,6 +442,8 @@ def load_run(
     started = time.perf_counter()
     main = _onboard(f"eval-{suffix}", f"Recall eval {suffix}", [p.persona for p in personas])
     other = _onboard(f"eval-{suffix}-foreign", f"Recall eval {suffix} (foreign)", ["foreign"])
+    if statistics_scope != main.tenant.statistics_scope:
+        _set_statistics_scope(main, statistics_scope)
     timings = {"onboard_s": round(time.perf_counter() - started, 2)}
     users = {}
     for persona, user in zip(personas, main.users, strict=True):

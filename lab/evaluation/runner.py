@@ -72,7 +72,7 @@ def target_type(question: Question) -> str:
 
 def leaks_in(hits: Sequence[Any], asker: Any) -> list[str]:
     """Ids of returned documents that are neither the asker's nor their tenant's catalog."""
-    tenant_id, user_id = str(asker.tenant_id), str(asker.pk)
+    tenant_id, user_id = asker.memory_tenant_id, asker.memory_id
     return [
         h.doc.id
         for h in hits

@@ -170,6 +170,14 @@ class MemoryBackend(ABC):
         (refresh before returning); returns the ids deleted by this call. Idempotent: ids
         already gone, or not the user's, are skipped."""
 
+    def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> bool:
+        """Make deleted documents of the store that held this user's documents (``user_id``
+        None: the tenant's) stop counting in any statistic a later read is scored with; called
+        after an erasure. Returns whether none counts any more (False: try again later). The
+        default does nothing and returns True: a store whose deletes leave no trace (the
+        embedded FTS5 index takes a deleted row's terms out of its totals at once)."""
+        return True
+
     @abstractmethod
     def count_ids(
         self,

@@ -75,7 +75,7 @@ def _catalog_doc(tenant: Tenant, item: dict[str, Any], vector: list[float]) -> M
     moment = now()
     return MemoryDoc(
         id=catalog_doc_id(tenant, str(item.get("id") or new_id())),
-        tenant_id=str(tenant.pk),
+        tenant_id=tenant.memory_id,
         user_id=None,
         memory_type="catalog",
         text=item["text"],

@@ -17,7 +17,8 @@ from memory.engine.base import EngineError, MemoryBackend
 from memory.engine.registry import get_backend
 from memory.engine.types import PERSONAL_TYPES, MemoryType
 from memory.errors import MemoryStoreUnavailable
-from memory.services.scoping import scoped_keys
+from memory.services.scoping import scoped_keys, tenant_layout
+from tenants.services.deployment import deployment_id
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,9 @@ def embedder() -> Embedder:
 
 def backend() -> MemoryBackend:
     """The configured engine, reading ``dls`` scopes with the users' scoped keys."""
-    return get_backend(dims=embedder().dims, keys=scoped_keys)
+    return get_backend(
+        dims=embedder().dims, keys=scoped_keys, layout=tenant_layout, deployment=deployment_id
+    )
 
 
 def new_id() -> str:

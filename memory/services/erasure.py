@@ -20,3 +20,24 @@ def memory_erase_page(
     kind = personal_type(memory_type)
     with store_errors():
         return backend().delete_ids(tenant_id=tenant_id, user_id=user_id, memory_type=kind, ids=ids)
+
+
+def memory_expunge_deleted(*, tenant_id: str, user_id: str) -> bool:
+    """After an erasure: merge the deleted documents out of the index that held the user's
+    memories, so none of their words still counts in the term statistics that score the
+    recalls of anyone sharing that index (deleted documents count until merged away).
+    Returns whether that is done; if not, ``memory_expunge_later`` queues a retry."""
+    with store_errors():
+        return backend().expunge_deleted(tenant_id=tenant_id, user_id=user_id)
+
+
+def memory_expunge_later(*, tenant_id: str, user_id: str) -> None:
+    """Queue ``memory.expunge_deleted`` (retried until the cluster lets the deletes go)."""
+    from memory.tasks import expunge_deleted_task
+
+    expunge_deleted_task.apply_async(
+        kwargs={"tenant_id": tenant_id, "user_id": user_id}, countdown=EXPUNGE_RETRY_S
+    )
+
+
+EXPUNGE_RETRY_S = 40

@@ -108,8 +108,8 @@ def _build(user: User, item: ImportedMemory) -> MemoryDoc:
     when = item.timestamp
     doc = MemoryDoc(
         id=new_id(),
-        tenant_id=str(user.tenant_id),
-        user_id=str(user.pk),
+        tenant_id=user.memory_tenant_id,
+        user_id=user.memory_id,
         memory_type=item.memory_type,  # type: ignore[arg-type]
         text=clean_text(item.text),
         created_at=when,

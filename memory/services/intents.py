@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from memory.engine.types import MemoryDoc, ReadScope
 from memory.models import WriteIntent
+from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -95,11 +96,16 @@ def intent_record(docs: list[MemoryDoc]) -> None:
     """Commit a pending intent per document, before the store is called (a retry keeps the
     state its earlier attempt left: an audited intent stays audited)."""
     replay = is_replayable()
+    tenants: dict[str, int] = {}
     for doc in docs:
+        if doc.tenant_id not in tenants:  # documents carry the tenant's memory id, not its pk
+            tenants[doc.tenant_id] = Tenant.objects.values_list("pk", flat=True).get(
+                uid=doc.tenant_id
+            )
         WriteIntent.objects.get_or_create(
             memory_id=doc.id,
             defaults={
-                "tenant_id": doc.tenant_id,
+                "tenant_id": tenants[doc.tenant_id],
                 "user_id_text": doc.user_id or "",
                 "memory_type": doc.memory_type,
                 "replayable": replay,
@@ -147,10 +153,12 @@ def intents_reconcile(
     grace = older_than or timedelta(seconds=settings.ATLAS_INTENT_GRACE_S)
     cutoff = timezone.now() - grace
     taken = 0
-    stale = WriteIntent.objects.filter(state=WriteIntent.State.PENDING, updated_at__lte=cutoff)
+    stale = WriteIntent.objects.filter(
+        state=WriteIntent.State.PENDING, updated_at__lte=cutoff
+    ).select_related("tenant")
     for intent in stale.order_by("updated_at")[:limit]:
         scope = ReadScope(
-            tenant_id=str(intent.tenant_id),
+            tenant_id=intent.tenant.memory_id,
             user_id=intent.user_id_text or None,
             isolation="filter",
         )

@@ -7,6 +7,7 @@ import threading
 import time
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 
 from atlas_platform.cluster import ApiKey
 from memory.engine.types import Ranking, ReadScope
@@ -43,16 +44,11 @@ class ScopedKeyCache:
 
     def reload(self, tenant_id: str, user_id: str) -> ApiKey:
         """Read the user's live key from the database; keep it if caching is on."""
-        key = (
-            ScopedKey.objects.filter(
-                user_id=int(user_id), user__tenant_id=tenant_id, status=ScopedKey.Status.ACTIVE
-            )
-            .order_by("-created_at")
-            .first()
-        )
-        if key is None:
+        key = _active_key(tenant_id, user_id)
+        if key is None or key.is_expired:
             self.forget(tenant_id, user_id)
-            external = User.objects.filter(pk=int(user_id)).values_list("external_id", flat=True)
+            user = _user(tenant_id, user_id)
+            external = [user.external_id] if user is not None else []
             raise MemoryStoreUnavailable(
                 f"User {next(iter(external), user_id)!r} has no scoped cluster key: provision "
                 "one in the admin.",
@@ -79,6 +75,67 @@ class ScopedKeyCache:
 scoped_keys = ScopedKeyCache()
 
 
+def _active_key(tenant_id: str, user_id: str) -> ScopedKey | None:
+    """The live key of the user with these memory ids (one query)."""
+    try:
+        return (
+            ScopedKey.objects.filter(
+                user__uid=user_id, user__tenant__uid=tenant_id, status=ScopedKey.Status.ACTIVE
+            )
+            .order_by("-created_at")
+            .first()
+        )
+    except DjangoValidationError:  # not a uuid: no such user
+        return None
+
+
+def _user(tenant_id: str, user_id: str) -> User | None:
+    """The user with these memory ids (``User.memory_id``), if any."""
+    try:
+        return User.objects.filter(uid=user_id, tenant__uid=tenant_id).first()
+    except DjangoValidationError:  # not a uuid: no such user
+        return None
+
+
+class TenantLayout:
+    """The engine's ``Layout``: whether a tenant keeps each user's statistics apart
+    (``Tenant.statistics_scope``), kept for ``LAYOUT_CACHE_S`` (the setting changes only
+    with ``manage.py es_layout_migrate``, which clears it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, tuple[float, bool]] = {}
+
+    def per_user(self, tenant_id: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            kept = self._kept.get(tenant_id)
+        if kept is not None and kept[0] > now:
+            return kept[1]
+        try:
+            scope = (
+                Tenant.objects.filter(uid=tenant_id)
+                .values_list("statistics_scope", flat=True)
+                .first()
+            )
+        except DjangoValidationError:
+            scope = None
+        per_user = scope == Tenant.StatisticsScope.USER
+        with self._lock:
+            if len(self._kept) >= KEY_CACHE_MAX:
+                self._kept.clear()
+            self._kept[tenant_id] = (now + LAYOUT_CACHE_S, per_user)
+        return per_user
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+LAYOUT_CACHE_S = 30.0
+tenant_layout = TenantLayout()
+
+
 def user_read_scope(user: User) -> ReadScope:
     """The user's own memories plus their tenant's catalog, in the tenant's isolation mode.
 
@@ -88,8 +145,8 @@ def user_read_scope(user: User) -> ReadScope:
     """
     dls = user.tenant.isolation_mode == Tenant.IsolationMode.DLS
     return ReadScope(
-        tenant_id=str(user.tenant_id),
-        user_id=str(user.pk),
+        tenant_id=user.memory_tenant_id,
+        user_id=user.memory_id,
         isolation="dls" if dls else "filter",
     )
 
@@ -102,7 +159,7 @@ def writer_scope(*, tenant_id: str, user_id: str) -> ReadScope:
 
 def catalog_scope(tenant: Tenant) -> ReadScope:
     """The tenant catalog alone (tenant-wide data; the engine's tenant filter applies)."""
-    return ReadScope(tenant_id=str(tenant.pk), user_id=None, isolation="filter")
+    return ReadScope(tenant_id=tenant.memory_id, user_id=None, isolation="filter")
 
 
 def tenant_ranking(tenant: Tenant, *, apply_decay: bool = True) -> Ranking:

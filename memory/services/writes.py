@@ -110,8 +110,8 @@ def _personal_doc(
     created = now()
     return MemoryDoc(
         id=memory_id or next_memory_id(),
-        tenant_id=str(user.tenant_id),
-        user_id=str(user.pk),
+        tenant_id=user.memory_tenant_id,
+        user_id=user.memory_id,
         memory_type=memory_type,  # type: ignore[arg-type]
         text=text,
         created_at=created,
@@ -204,7 +204,7 @@ def _superseded_targets(user: User, ids: Sequence[str], new_id: str) -> list[Mem
     targets = []
     for memory_id in ids:
         doc = found.get(memory_id)
-        if doc is None or doc.user_id != str(user.pk):
+        if doc is None or doc.user_id != user.memory_id:
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
         if doc.memory_type != "semantic":
             raise ValidationError(
@@ -364,7 +364,7 @@ def memory_forget(*, user: User, memory_id: str) -> None:
     """Hard-delete one of the user's memories; the audit keeps a content-free tombstone."""
     with store_errors():
         doc = backend().get(user_read_scope(user), memory_id)
-        if doc is None or doc.user_id != str(user.pk):
+        if doc is None or doc.user_id != user.memory_id:
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
         backend().delete(doc)
     # A forget cannot be taken back: if its tombstone fails, the error says so and a retry
@@ -386,7 +386,7 @@ def procedure_outcome_record(
         raise ValidationError("refined_steps must not be empty.", code="bad_steps")
     with store_errors():
         doc = backend().get(user_read_scope(user), memory_id)
-        if doc is None or doc.user_id != str(user.pk) or doc.memory_type != "procedural":
+        if doc is None or doc.user_id != user.memory_id or doc.memory_type != "procedural":
             raise NotFound(
                 f"No procedural memory {memory_id!r} for this user.", code="memory_not_found"
             )

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from atlas_platform.cluster import ApiKey, Cluster, require_cluster
+from atlas_platform.cluster import ApiKey, Cluster, get_cluster, require_cluster
 from atlas_platform.exceptions import ClusterUnavailable, Conflict
 from tenants.crypto import decrypt, encrypt
 from tenants.models import ScopedKey, User
 from tenants.services.audit import audit_record
+from tenants.services.deployment import deployment_id
 
 logger = logging.getLogger(__name__)
 
@@ -37,34 +41,62 @@ def dls_query(*, tenant_id: str, user_id: str) -> dict[str, Any]:
     }
 
 
-def role_descriptors(*, index_pattern: str, tenant_id: str, user_id: str) -> dict[str, Any]:
-    """Read-only on the Atlas memory indices, limited by the DLS query."""
+# What recall needs and nothing more: search and multi-search. Not the ``read`` privilege,
+# which also grants get / mget by id, term vectors, explain and field caps (term vectors and
+# explain would show an index's term statistics directly).
+READER_PRIVILEGES = ["indices:data/read/search", "indices:data/read/msearch"]
+
+
+def key_indices(cluster: Cluster, user: User) -> list[str]:
+    """Exactly the indices the user's recall reads: the tenant's index (its catalog, and the
+    user's documents) and, under per-user statistics, the user's own index."""
+    config = cluster.config
+    tenant_id = user.memory_tenant_id
+    names = [config.tenant_index(tenant_id)]
+    if user.tenant.statistics_scope == user.tenant.StatisticsScope.USER:
+        names.insert(0, config.user_index(tenant_id, user.memory_id))
+    return names
+
+
+def role_descriptors(*, indices: list[str], tenant_id: str, user_id: str) -> dict[str, Any]:
+    """Search-only on the named indices, limited by the DLS query."""
     return {
         "atlas_memory_reader": {
             "cluster": [],
             "indices": [
                 {
-                    "names": [index_pattern],
-                    "privileges": ["read"],
+                    "names": indices,
+                    "privileges": READER_PRIVILEGES,
                     "query": dls_query(tenant_id=tenant_id, user_id=user_id),
+                    "allow_restricted_indices": False,
                 }
             ],
         }
     }
 
 
+def key_lifetime() -> timedelta:
+    return timedelta(days=settings.ATLAS_SCOPED_KEY_TTL_DAYS)
+
+
 def create_cluster_key(cluster: Cluster, user: User) -> ApiKey:
     """The user's new key on the cluster (a network call: never inside a transaction); record
-    it with ``key_row`` in the transaction that follows."""
+    it with ``key_row`` in the transaction that follows. It expires after ``key_lifetime``."""
     stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
+    seconds = int(key_lifetime().total_seconds())
     return cluster.create_api_key(
-        name=f"atlas-{user.tenant.slug}-{user.pk}-{stamp}",
+        name=f"atlas-{user.tenant.slug}-{user.memory_id}-{stamp}",
         role_descriptors=role_descriptors(
-            index_pattern=cluster.config.memory_index_pattern,
-            tenant_id=str(user.tenant_id),
-            user_id=str(user.pk),
+            indices=key_indices(cluster, user),
+            tenant_id=user.memory_tenant_id,
+            user_id=user.memory_id,
         ),
-        metadata={"atlas_tenant_id": str(user.tenant_id), "atlas_user_id": str(user.pk)},
+        metadata={
+            "atlas_deployment": deployment_id(),
+            "atlas_tenant_id": user.memory_tenant_id,
+            "atlas_user_id": user.memory_id,
+        },
+        expiration=f"{seconds}s",
     )
 
 
@@ -81,9 +113,11 @@ def key_row(*, user: User, api_key: ApiKey, rotated_from: ScopedKey | None = Non
     return ScopedKey.objects.create(
         user=user,
         key_id=api_key.id,
-        key_name=f"atlas-{user.tenant.slug}-{user.pk}",
+        key_name=f"atlas-{user.tenant.slug}-{user.memory_id}",
         encrypted_secret=encrypt(api_key.secret),
         rotated_from=rotated_from,
+        # A little before the cluster's own expiry (the key was made just before this row).
+        expires_at=timezone.now() + key_lifetime() - timedelta(minutes=1),
     )
 
 
@@ -193,3 +227,107 @@ def _mark_invalidated(key: ScopedKey) -> None:
 def scoped_key_credentials(*, key: ScopedKey) -> ApiKey:
     """The decrypted key, for reads that run as the user."""
     return ApiKey(id=key.key_id, secret=decrypt(key.encrypted_secret))
+
+
+def scoped_keys_withdraw(*, users: list[User]) -> int:
+    """Invalidate every live key of ``users`` (a user disabled, a tenant suspended), at once.
+
+    The rows leave ``active`` first, in one transaction, so the platform stops reading with
+    them whatever the cluster does next; then one cluster call invalidates them all. If that
+    call fails the rows stay "invalidation pending" and ``scoped_keys_renew`` retries them.
+    Returns how many keys the cluster invalidated."""
+    with transaction.atomic():
+        keys = list(
+            ScopedKey.objects.select_for_update().filter(
+                user__in=users,
+                status__in=[ScopedKey.Status.ACTIVE, ScopedKey.Status.PENDING_INVALIDATION],
+            )
+        )
+        for key in keys:
+            key.status = ScopedKey.Status.PENDING_INVALIDATION
+            key.save(update_fields=["status"])
+    return _invalidate_pending(keys)
+
+
+def _invalidate_pending(keys: list[ScopedKey]) -> int:
+    if not keys:
+        return 0
+    cluster = get_cluster()
+    if cluster is None:
+        return 0
+    try:
+        cluster.invalidate_api_keys([k.key_id for k in keys])
+    except ClusterUnavailable:
+        logger.warning("keys left pending invalidation", extra={"keys": len(keys)})
+        return 0
+    with transaction.atomic():
+        for key in keys:
+            _mark_invalidated(key)
+            audit_record(
+                action="key.invalidate",
+                tenant=key.user.tenant,
+                subject_user=key.user,
+                target=key,
+                metadata={"key_id": key.key_id},
+            )
+    return len(keys)
+
+
+def scoped_keys_restore(*, users: list[User]) -> int:
+    """Give each active user of an active tenant among ``users`` whose keys were withdrawn
+    (had one, has no live one) a new one (a user enabled again, a tenant reactivated); users
+    never provisioned stay so. Best effort per user: a failure is logged and the user can be
+    provisioned from the admin. Returns how many were made."""
+    if get_cluster() is None:
+        return 0
+    made = 0
+    for user in users:
+        if user.status != User.Status.ACTIVE or not user.tenant.is_active:
+            continue
+        keys = ScopedKey.objects.filter(user=user)
+        if not keys.exists() or keys.filter(status=ScopedKey.Status.ACTIVE).exists():
+            continue
+        try:
+            scoped_key_provision(user=user)
+        except Conflict:
+            continue  # it has one
+        except ClusterUnavailable:
+            logger.warning("no key re-provisioned", extra={"user": user.pk})
+            continue
+        made += 1
+    return made
+
+
+@dataclass(frozen=True)
+class Renewal:
+    rotated: int
+    failed: int
+    invalidated: int
+
+
+def scoped_keys_renew(*, now: Any = None) -> Renewal:
+    """Rotate every active key that expires within ``ATLAS_SCOPED_KEY_RENEW_DAYS`` (or was
+    made without an expiry) of a user who may still read, and finish invalidations left
+    pending. Beat: ``tenants.scoped_keys_renew``, hourly."""
+    moment = now or timezone.now()
+    horizon = moment + timedelta(days=settings.ATLAS_SCOPED_KEY_RENEW_DAYS)
+    due = (
+        ScopedKey.objects.filter(status=ScopedKey.Status.ACTIVE)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__lte=horizon))
+        .filter(user__status=User.Status.ACTIVE, user__tenant__status="active")
+        .select_related("user__tenant")
+    )
+    rotated = failed = 0
+    for key in due:
+        try:
+            scoped_key_rotate(user=key.user)
+            rotated += 1
+        except (ClusterUnavailable, Conflict):
+            logger.warning("key not renewed", extra={"key_id": key.key_id})
+            failed += 1
+    pending = list(
+        ScopedKey.objects.filter(status=ScopedKey.Status.PENDING_INVALIDATION).select_related(
+            "user__tenant"
+        )
+    )
+    return Renewal(rotated=rotated, failed=failed, invalidated=_invalidate_pending(pending))

@@ -16,7 +16,12 @@ from atlas_platform.cluster import ApiKey, get_cluster
 from atlas_platform.exceptions import Conflict, ValidationError
 from tenants.models import EXTERNAL_ID_VALIDATOR, Operator, ScopedKey, Tenant, User
 from tenants.services.audit import audit_record
-from tenants.services.scoped_keys import create_cluster_key, key_row
+from tenants.services.scoped_keys import (
+    create_cluster_key,
+    key_row,
+    scoped_keys_restore,
+    scoped_keys_withdraw,
+)
 from tenants.services.users import check_new_account
 from tenants.services.validation import validate
 
@@ -196,6 +201,13 @@ def _set_status(tenant: Tenant, status: str, action: str) -> Tenant:
         tenant.status = status
         tenant.save(update_fields=["status"])
         audit_record(action=action, tenant=tenant, target=tenant)
+    # After the commit: a suspended tenant's keys stop working on the cluster at once;
+    # reactivating gives its active users new ones.
+    users = list(User.objects.filter(tenant=tenant).select_related("tenant"))
+    if status == Tenant.Status.SUSPENDED:
+        scoped_keys_withdraw(users=users)
+    else:
+        scoped_keys_restore(users=users)
     return tenant
 
 

@@ -13,7 +13,11 @@ from atlas_platform.exceptions import AtlasError, Conflict, ValidationError
 from tenants.models import Operator, PlatformToken, ScopedKey, Tenant, User
 from tenants.selectors import user_for_token
 from tenants.services.audit import audit_record
-from tenants.services.scoped_keys import scoped_key_provision
+from tenants.services.scoped_keys import (
+    scoped_key_provision,
+    scoped_keys_restore,
+    scoped_keys_withdraw,
+)
 from tenants.services.validation import validate
 
 
@@ -116,6 +120,12 @@ def user_set_status(*, user: User, status: str) -> User:
             subject_user=user,
             target=user,
         )
+    # After the commit (cluster calls never run inside a transaction): a disabled user's key
+    # stops working on the cluster at once; enabling gives them a new one.
+    if status == User.Status.DISABLED:
+        scoped_keys_withdraw(users=[user])
+    else:
+        scoped_keys_restore(users=[user])
     return user
 
 

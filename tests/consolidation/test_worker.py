@@ -50,6 +50,7 @@ def worker(queue, chat_server, es_session_config, django_db_setup, django_db_blo
             ATLAS_ES_PASSWORD=es_session_config.password,
             ATLAS_ES_API_KEY="",
             ATLAS_ES_INDEX_PREFIX=es_session_config.index_prefix,
+            ATLAS_DEPLOYMENT_ID=f"test-{es_session_config.index_prefix}",
             ATLAS_CONSOLIDATION_BASE_URL=chat_server.url,
             ATLAS_CONSOLIDATION_MODEL="test-consolidator",
             ATLAS_CONSOLIDATION_API_KEY="test-key",

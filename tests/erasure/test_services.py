@@ -271,7 +271,7 @@ def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
     assert not User.objects.filter(pk=alice.pk).exists()
     assert not PlatformToken.objects.filter(user_id=alice.pk).exists()
     done.refresh_from_db()
-    assert done.user is None and done.user_ref == str(alice.pk)
+    assert done.user is None and done.user_ref == alice.memory_id
     assert IdempotencyRecord.objects.count() == 1  # Bob's stays
     assert text_anywhere([secret, "about alice"]) == []
     assert text_anywhere([bob_secret]) == [bob_secret]

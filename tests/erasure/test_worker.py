@@ -38,8 +38,8 @@ def doc(tenant: Tenant, user: User | None, memory_type: str, text: str) -> Memor
     rng = random.Random(text)  # noqa: S311 - test vectors
     return MemoryDoc(
         id=uuid.uuid4().hex,
-        tenant_id=str(tenant.pk),
-        user_id=str(user.pk) if user else None,
+        tenant_id=tenant.memory_id,
+        user_id=user.memory_id if user else None,
         memory_type=memory_type,  # type: ignore[arg-type]
         text=text,
         created_at=now,
@@ -61,10 +61,10 @@ def users_documents(es: Elasticsearch, settings, user: User, kind: str) -> int:
     """How many of ``user``'s documents of memory type ``kind`` the cluster holds: the memory
     types share one index."""
     filters: list[dict[str, Any]] = [
-        {"term": {"user_id": str(user.pk)}},
+        {"term": {"user_id": user.memory_id}},
         {"term": {"memory_type": kind}},
     ]
-    index = f"{settings.ATLAS_ES_INDEX_PREFIX}-memories"
+    index = f"{settings.ATLAS_ES_INDEX_PREFIX}-t-{user.tenant.memory_id}"
     es.indices.refresh(index=index)
     return int(es.count(index=index, query={"bool": {"filter": filters}})["count"])
 
@@ -140,7 +140,8 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
         assert users_documents(es, settings, alice, kind) == 0
     assert users_documents(es, settings, bob, "semantic") == 20
     catalog = {"term": {"memory_type": "catalog"}}
-    assert es.count(index=f"{settings.ATLAS_ES_INDEX_PREFIX}-memories", query=catalog)["count"] >= 1
+    index = f"{settings.ATLAS_ES_INDEX_PREFIX}-t-{alice.tenant.memory_id}"
+    assert es.count(index=index, query=catalog)["count"] >= 1
     assert done.receipt["idempotency_records_deleted"] == 1
     assert erasure_worker.starts == 2
 

@@ -360,7 +360,7 @@ def test_a_kept_reader_of_a_rotated_key_is_refused_by_the_cluster(people):
     from tenants.services.scoped_keys import scoped_key_rotate
 
     memo = fact(people.alice, "The spare key is under the blue pot")
-    alice = (str(people.acme.pk), str(people.alice.pk))
+    alice = (people.acme.memory_id, people.alice.memory_id)
     scope = user_read_scope(people.alice)
     old = scoped_keys.current(*alice)
     assert backend().get_many(scope, [memo.id])  # the old key's reader, now kept
@@ -390,7 +390,7 @@ def test_a_kept_scoped_key_saves_the_key_lookup_and_follows_a_rotation(
     from tenants.services.scoped_keys import scoped_key_rotate
 
     memo = fact(people.alice, "The spare key is under the blue pot")
-    alice = (str(people.acme.pk), str(people.alice.pk))
+    alice = (people.acme.memory_id, people.alice.memory_id)
     first = scoped_keys.current(*alice)
     with django_assert_num_queries(0):  # the key row is not read again
         kept = scoped_keys.current(*alice)
@@ -425,7 +425,7 @@ def test_without_key_caching_every_read_reads_the_key_row(
     people, settings, django_assert_num_queries
 ):
     settings.ATLAS_SCOPED_KEY_CACHE_S = 0
-    alice = (str(people.acme.pk), str(people.alice.pk))
+    alice = (people.acme.memory_id, people.alice.memory_id)
     scoped_keys.current(*alice)
     with django_assert_num_queries(1):
         scoped_keys.current(*alice)

@@ -54,6 +54,12 @@ class Command(BaseCommand):
         parser.add_argument("--gate-r5", type=float, default=0.75)
         parser.add_argument("--overlap", action="store_true", help="overlap report only")
         parser.add_argument("--keep", action="store_true", help="keep the tenants' data")
+        parser.add_argument(
+            "--statistics",
+            choices=["tenant", "user"],
+            default="tenant",
+            help="the tenant's statistics scope (user: each user's own index; README isolation)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         names = [n.strip() for n in options["personas"].split(",") if n.strip()] or None
@@ -110,7 +116,13 @@ class Command(BaseCommand):
 
         started = time.perf_counter()
         foreign = personas[1 % len(personas)]
-        run = load_run(personas, catalog, foreign=foreign, suffix=self.suffix)
+        run = load_run(
+            personas,
+            catalog,
+            foreign=foreign,
+            suffix=self.suffix,
+            statistics_scope=options["statistics"],
+        )
         load_s = round(time.perf_counter() - started, 1)
         self._write([f"loaded {len(personas)} persona(s) + foreign tenant in {load_s} s"])
         mark = time.perf_counter()
@@ -126,6 +138,7 @@ class Command(BaseCommand):
             "embedder": _embedder_name(),
             "reranker": settings.ATLAS_RERANKER,
             "lexical_weight": settings.ATLAS_RECALL_LEXICAL_WEIGHT,
+            "statistics_scope": options["statistics"],
             "isolation": (
                 run.tenant.isolation_mode
                 if settings.ATLAS_MEMORY_BACKEND == "elasticsearch"

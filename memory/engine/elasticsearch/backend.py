@@ -1,7 +1,9 @@
-"""The Elasticsearch backend: one index for every memory type (``<prefix>-memories``), shared
-by tenants, routed by user.
+"""The Elasticsearch backend: one index per tenant for every memory type (``<prefix>-t-<tenant>``,
+``client.Connection`` has the layout, with per-user indices for tenants that ask), routed by user.
 
-One index, not one per type: a recall touches one shard per leg instead of four, and with the
+One index per tenant: document-level security hides documents, not term statistics, so tenants
+that shared an index scored each other's recalls (a word-presence probe told which words other
+tenants wrote). One index for every type, not one per type: a recall touches one shard per leg instead of four, and with the
 legs returning ids only, the per-shard work (security checks, query and fetch phases) was most of
 the cluster's CPU per recall (docs/performance.md). The type is a keyword field every query
 filters on.
@@ -20,8 +22,8 @@ from typing import Any
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import MemoryBackend, require_personal
-from memory.engine.elasticsearch import reads, setup, writes
-from memory.engine.elasticsearch.client import Connection, ScopedKeys
+from memory.engine.elasticsearch import layout, reads, setup, writes
+from memory.engine.elasticsearch.client import Connection, Layout, ScopedKeys
 from memory.engine.types import (
     GrowthBucket,
     GrowthPoint,
@@ -36,21 +38,35 @@ from memory.engine.types import (
 
 class ElasticsearchBackend(MemoryBackend):
     """``keys`` gives users' scoped keys for reads in ``dls`` scopes (none: only ``filter``
-    scopes can be read)."""
+    scopes can be read); ``layout`` says which tenants keep each user in an index of their own
+    (none: every tenant shares one index among its users); ``deployment`` is the id stamped
+    into the indices' metadata ("" skips the check that they are this deployment's)."""
 
     name = "elasticsearch"
 
-    def __init__(self, *, config: ClusterConfig, dims: int, keys: ScopedKeys | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config: ClusterConfig,
+        dims: int,
+        keys: ScopedKeys | None = None,
+        layout: Layout | None = None,
+        deployment: str = "",
+    ) -> None:
         self.config = config
         self.dims = dims
-        self._conn = Connection(config=config, keys=keys)
+        self._conn = Connection(config=config, keys=keys, layout=layout, deployment=deployment)
 
-    @property
-    def index(self) -> str:
-        return self._conn.index
+    def index_for(self, tenant_id: str, user_id: str | None) -> str:
+        """The index that holds this tenant's (and user's) documents."""
+        return self._conn.index_for(tenant_id, user_id)
 
     def ensure_ready(self) -> None:
         setup.ensure_ready(self._conn, dims=self.dims)
+
+    def relocate(self, translate: layout.Translate, *, delete_legacy: bool) -> layout.Relocation:
+        """Move documents where the layout says (``layout.relocate``)."""
+        return layout.relocate(self._conn, translate, delete_legacy=delete_legacy)
 
     # --- writes (always the writer credential) -------------------------------------------------
     def write(self, docs: list[MemoryDoc]) -> None:
@@ -66,7 +82,11 @@ class ElasticsearchBackend(MemoryBackend):
         return writes.record_usage(self._conn, bumps, super().record_usage)
 
     def sync(self) -> None:
-        self._conn.after_write()
+        # Every index of the deployment: usage bumps wait for the periodic refresh otherwise.
+        self._conn.after_write([self._conn.index_pattern])
+
+    def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> bool:
+        return writes.expunge_deleted(self._conn, tenant_id, user_id)
 
     def delete(self, doc: MemoryDoc) -> bool:
         return writes.delete(self._conn, doc)

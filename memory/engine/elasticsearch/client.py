@@ -1,5 +1,11 @@
-"""The backend's connection: the writer client, readers bound to users' scoped keys, the group
-refresh, and the error mapping (``atlas_platform.cluster``'s, raising ``EngineError``).
+"""The backend's connection: the index layout, the writer client, readers bound to users'
+scoped keys, the group refresh, and the error mapping (``atlas_platform.cluster``'s, raising
+``EngineError``).
+
+Layout: one index per tenant (``<prefix>-t-<tenant id>``) holds its catalog and its users'
+documents, so no tenant's term statistics ever score another tenant's recall. A tenant with
+per-user statistics (``Layout.per_user``) keeps each user's documents in an index of their own
+(``<prefix>-t-<tenant id>-u-<user id>``); its catalog stays in the tenant's index.
 
 Under ``dls`` a read runs with the user's scoped key, so the cluster itself refuses another
 user's documents. The keys come from a ``ScopedKeys`` provider that the memory app wires from
@@ -18,12 +24,11 @@ from atlas_platform.cluster import ApiKey, Cluster, ClusterConfig, cluster_call,
 from atlas_platform.exceptions import Unavailable
 from memory.engine.base import EngineError
 from memory.engine.elasticsearch.refresh import GroupRefresh
-from memory.engine.types import ReadScope
+from memory.engine.types import MemoryDoc, ReadScope
 
 Json = dict[str, Any]
 T = TypeVar("T")
 
-SHARED_INDEX = "memories"  # every memory type, told apart by the memory_type keyword
 READER_CACHE_SIZE = 1024  # scoped-key clients kept, most recently used (one costs ~1 ms)
 
 
@@ -35,6 +40,13 @@ class ScopedKeys(Protocol):
 
     def reload(self, tenant_id: str, user_id: str) -> ApiKey:
         """The user's key read afresh (the cluster refused the kept one: rotated since)."""
+
+
+class Layout(Protocol):
+    """Where the backend learns whether a tenant keeps each user's documents apart."""
+
+    def per_user(self, tenant_id: str) -> bool:
+        """Whether the tenant's users each have an index (and term statistics) of their own."""
 
 
 def call(what: str, fn: Callable[[], T]) -> T:
@@ -50,9 +62,18 @@ def failure(what: str, exc: Exception) -> Unavailable:
 class Connection:
     """What every part of the backend shares: one per backend instance."""
 
-    def __init__(self, *, config: ClusterConfig, keys: ScopedKeys | None) -> None:
+    def __init__(
+        self,
+        *,
+        config: ClusterConfig,
+        keys: ScopedKeys | None,
+        layout: Layout | None = None,
+        deployment: str = "",
+    ) -> None:
         self.config = config
-        self.index = f"{config.index_prefix}-{SHARED_INDEX}"
+        self.deployment = deployment
+        self.index_pattern = config.memory_index_pattern
+        self._layout = layout
         self._cluster = Cluster(config)
         self.writer = self._cluster.client  # writes: the write budget (ATLAS_ES_TIMEOUT_S)
         self.reader = self._cluster.reader  # reads: the shorter ATLAS_ES_READ_TIMEOUT_S
@@ -61,6 +82,20 @@ class Connection:
         # new one) so a request does not rebuild a client's ~90 namespace objects.
         self._reader_for = functools.lru_cache(maxsize=READER_CACHE_SIZE)(self._with_key)
         self.refreshes = GroupRefresh(self._refresh)
+
+    def index_for(self, tenant_id: str, user_id: str | None) -> str:
+        """The index that holds (or will hold) a document of this tenant and user."""
+        if user_id is not None and self._layout is not None and self._layout.per_user(tenant_id):
+            return self.config.user_index(tenant_id, user_id)
+        return self.config.tenant_index(tenant_id)
+
+    def doc_index(self, doc: MemoryDoc) -> str:
+        return self.index_for(doc.tenant_id, doc.user_id)
+
+    def scope_indices(self, scope: ReadScope) -> list[str]:
+        """The indices a scope's documents can be in: the user's (if any) and the catalog's."""
+        tenant = self.config.tenant_index(scope.tenant_id)
+        return list(dict.fromkeys([self.index_for(scope.tenant_id, scope.user_id), tenant]))
 
     def read(self, scope: ReadScope, what: str, fn: Callable[[Elasticsearch], T]) -> T:
         """Run a read as the scope's credential: the writer, or under ``dls`` the user's key.
@@ -84,14 +119,20 @@ class Connection:
         response = self.read(
             scope,
             "search",
-            lambda client: client.search(index=self.index, routing=routing, **body),
+            lambda client: client.search(
+                index=self.scope_indices(scope),
+                routing=routing,
+                ignore_unavailable=True,
+                **body,
+            ),
         )
         result: Json = response.body
         return result
 
-    def after_write(self) -> None:
-        """Return once what was written before is searchable (``refresh.GroupRefresh``)."""
-        self.refreshes.after_write([self.index])
+    def after_write(self, indices: list[str]) -> None:
+        """Return once what was written before to ``indices`` is searchable
+        (``refresh.GroupRefresh``)."""
+        self.refreshes.after_write(indices)
 
     def _reader(self, key: ApiKey) -> Elasticsearch:
         client: Elasticsearch = self._reader_for(key)

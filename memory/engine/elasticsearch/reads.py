@@ -55,7 +55,11 @@ def get_many(conn: Connection, scope: ReadScope, memory_ids: list[str]) -> list[
 
 def recall_legs(conn: Connection, scope: ReadScope, query: LegQuery) -> LegResults:
     types = recall_types(scope, query.filter)
-    header: Json = {"index": conn.index, "routing": scope_routing(scope)}
+    header: Json = {
+        "index": conn.scope_indices(scope),
+        "routing": scope_routing(scope),
+        "ignore_unavailable": True,
+    }
     filters = leg_filters(scope, types, query.filter)
     legs: list[tuple[str, Json, Json]] = []
     if types and query.lexical and query.text.strip():
@@ -145,7 +149,10 @@ def count(conn: Connection, scope: ReadScope) -> dict[str, int]:
     response = conn.search(scope, scope_routing(scope), body)
     counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
     counts.update(
-        {b["key"]: int(b["doc_count"]) for b in response["aggregations"]["types"]["buckets"]}
+        {
+            b["key"]: int(b["doc_count"])
+            for b in response.get("aggregations", {}).get("types", {}).get("buckets", [])
+        }
     )
     return counts
 
@@ -166,14 +173,22 @@ def growth(conn: Connection, tenant_id: str, *, bucket: GrowthBucket) -> list[Gr
             }
         },
     }
-    response = call("count growth", lambda: conn.writer.search(index=conn.index, **body))
+    # The tenant's index and its users' own indices (per-user statistics).
+    indices = [conn.config.tenant_index(tenant_id), f"{conn.config.tenant_index(tenant_id)}-u-*"]
+    response = call(
+        "count growth",
+        lambda: conn.writer.search(
+            index=indices, ignore_unavailable=True, allow_no_indices=True, **body
+        ),
+    )
     points = [
         GrowthPoint(
             start=datetime.fromtimestamp(b["key"] / 1000, tz=UTC),
             memory_type=t["key"],
             count=int(t["doc_count"]),
         )
-        for b in response["aggregations"]["buckets"]["buckets"]
+        # No aggregations at all when none of the indices exists yet (nothing written).
+        for b in response.body.get("aggregations", {}).get("buckets", {}).get("buckets", [])
         for t in b["types"]["buckets"]
     ]
     return sorted(points, key=lambda p: (p.start, p.memory_type))
@@ -204,5 +219,9 @@ def count_ids(
     if among == []:
         return 0
     query = user_query(tenant_id, user_id, memory_type, among)
-    response = call("count documents", lambda: conn.writer.count(index=conn.index, query=query))
+    index = conn.index_for(tenant_id, user_id)
+    response = call(
+        "count documents",
+        lambda: conn.writer.count(index=index, query=query, ignore_unavailable=True),
+    )
     return int(response["count"])

@@ -1,6 +1,13 @@
 """Index templates and ``ensure_ready``: the mappings and settings live in
-``deploy/elasticsearch/templates`` (strict mappings; ``__PREFIX__`` and ``"__DIMS__"`` are
-filled in here)."""
+``deploy/elasticsearch/templates`` (strict mappings; ``__PREFIX__``, ``__DEPLOYMENT__`` and
+``"__DIMS__"`` are filled in here).
+
+Indices are created on first write from the index template (``<prefix>-t-*``), which stamps
+the deployment's id into each one's mapping ``_meta``. ``ensure_ready`` refuses to go on when
+the prefix's template or any of its indices carry another deployment's id: two deployments
+(or one whose database was reset) must never write into, or hand out keys over, one another's
+indices.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +15,26 @@ import json
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import ApiError, TransportError
-
-from memory.engine.elasticsearch.client import Connection, call, failure
+from memory.engine.base import EngineError
+from memory.engine.elasticsearch.client import Connection, call
 
 Json = dict[str, Any]
 TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "deploy" / "elasticsearch" / "templates"
 
 
+class DeploymentMismatch(EngineError):
+    """The index prefix holds another deployment's indices: the platform will not use them."""
+
+    code = "deployment_mismatch"
+
+
 def ensure_ready(conn: Connection, *, dims: int) -> None:
-    """Put the component and index templates, then create the memories index if missing."""
+    """Check that the prefix is this deployment's, then put the component and index
+    templates (indices follow on first write)."""
     prefix = conn.config.index_prefix
-    component = load_template("memory-component.json", prefix, dims)
-    template = load_template("memory-index.json", prefix, dims)
+    check_deployment(conn)
+    component = load_template("memory-component.json", prefix, dims, conn.deployment)
+    template = load_template("memory-index.json", prefix, dims, conn.deployment)
     w = conn.writer
     call(
         "put the component template",
@@ -30,29 +44,63 @@ def ensure_ready(conn: Connection, *, dims: int) -> None:
         "put the index template",
         lambda: w.indices.put_index_template(name=f"{prefix}-memory", body=template),
     )
-    try:
-        w.indices.create(index=conn.index)
-    except ApiError as exc:
-        # Another process may have won the race; that is the outcome we wanted.
-        if exc.error != "resource_already_exists_exception":
-            raise failure("create an index", exc) from exc
-    except TransportError as exc:
-        raise failure("create an index", exc) from exc
 
 
-def load_template(filename: str, prefix: str, dims: int) -> Json:
-    filled: Json = _substitute(json.loads((TEMPLATES_DIR / filename).read_text()), prefix, dims)
+def foreign_indices(conn: Connection) -> dict[str, str]:
+    """The prefix's memory indices (and its template, as ``<template>``) that carry another
+    deployment's id, with that id ("" for one made before deployment ids)."""
+    if not conn.deployment:
+        return {}
+    prefix = conn.config.index_prefix
+    found: dict[str, str] = {}
+    templates = call(
+        "read the index template",
+        lambda: conn.writer.options(ignore_status=404).indices.get_index_template(
+            name=f"{prefix}-memory"
+        ),
+    )
+    for entry in templates.body.get("index_templates", []):
+        owner = entry["index_template"].get("_meta", {}).get("atlas_deployment", "")
+        if owner != conn.deployment:
+            found["<template>"] = owner
+    mappings = call(
+        "read the index mappings",
+        lambda: conn.writer.indices.get_mapping(
+            index=conn.index_pattern, allow_no_indices=True, expand_wildcards="all"
+        ),
+    )
+    for index, body in mappings.body.items():
+        owner = body.get("mappings", {}).get("_meta", {}).get("atlas_deployment", "")
+        if owner != conn.deployment:
+            found[index] = owner
+    return found
+
+
+def check_deployment(conn: Connection) -> None:
+    foreign = foreign_indices(conn)
+    if foreign:
+        names = ", ".join(sorted(foreign)[:5])
+        raise DeploymentMismatch(
+            f"The index prefix {conn.config.index_prefix!r} holds indices of another deployment "
+            f"({names}; this one is {conn.deployment!r}): refusing to use them. Give this "
+            "deployment its own ATLAS_ES_INDEX_PREFIX."
+        )
+
+
+def load_template(filename: str, prefix: str, dims: int, deployment: str = "") -> Json:
+    text = (TEMPLATES_DIR / filename).read_text()
+    filled: Json = _substitute(json.loads(text), prefix, dims, deployment)
     return filled
 
 
-def _substitute(value: Any, prefix: str, dims: int) -> Any:
+def _substitute(value: Any, prefix: str, dims: int, deployment: str) -> Any:
     """Fill the placeholders; ``"__DIMS__"`` becomes a number so the files stay valid JSON."""
     if isinstance(value, dict):
-        return {k: _substitute(v, prefix, dims) for k, v in value.items()}
+        return {k: _substitute(v, prefix, dims, deployment) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, prefix, dims) for v in value]
+        return [_substitute(v, prefix, dims, deployment) for v in value]
     if value == "__DIMS__":
         return dims
     if isinstance(value, str):
-        return value.replace("__PREFIX__", prefix)
+        return value.replace("__PREFIX__", prefix).replace("__DEPLOYMENT__", deployment)
     return value

@@ -42,14 +42,17 @@ def _bulk(conn: Connection, docs: list[MemoryDoc], op: str) -> set[str]:
     if not docs:
         return set()
     operations: list[Json] = []
+    indices = []
     for doc in docs:
-        meta = {"_index": conn.index, "_id": doc.id, "routing": routing(doc)}
+        index = conn.doc_index(doc)
+        indices.append(index)
+        meta = {"_index": index, "_id": doc.id, "routing": routing(doc)}
         operations += [{op: meta}, doc.to_source()]
     response = call(
         "write documents",
         lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
     )
-    conn.after_write()
+    conn.after_write(indices)
     existing: set[str] = set()
     failures: list[str] = []
     for item in response["items"] if response.get("errors") else []:
@@ -72,15 +75,16 @@ def update(
     conn: Connection, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]
 ) -> MemoryDoc:
     doc_routing = routing(doc)
+    index = conn.doc_index(doc)
     for attempt in range(UPDATE_RETRIES):
-        current, seq_no, primary_term = _get_versioned(conn, doc.id, doc_routing)
+        current, seq_no, primary_term = _get_versioned(conn, index, doc.id, doc_routing)
         changes = mutate(current)
         if not changes:
             return dataclasses.replace(current, embedding=None)
         updated = dataclasses.replace(current, **changes)
         try:
             conn.writer.index(
-                index=conn.index,
+                index=index,
                 id=doc.id,
                 routing=doc_routing,
                 document=updated.to_source(),
@@ -94,7 +98,7 @@ def update(
             continue
         except (ApiError, TransportError) as exc:
             raise failure(f"update {doc.id}", exc) from exc
-        conn.after_write()
+        conn.after_write([index])
         return dataclasses.replace(updated, embedding=None)
     raise UpdateConflict(f"{doc.id} kept changing under {UPDATE_RETRIES} attempts to update it")
 
@@ -107,7 +111,9 @@ def record_usage(
     writer go through ``one_by_one`` (``update``)."""
     if not bumps:
         return 0
-    refs = [{"_index": conn.index, "_id": b.doc.id, "routing": routing(b.doc)} for b in bumps]
+    refs = [
+        {"_index": conn.doc_index(b.doc), "_id": b.doc.id, "routing": routing(b.doc)} for b in bumps
+    ]
     found = call("read usage", lambda: conn.writer.mget(docs=refs))["docs"]
     operations: list[Json] = []
     batch: list[UsageBump] = []
@@ -136,15 +142,16 @@ def record_usage(
 
 
 def delete(conn: Connection, doc: MemoryDoc) -> bool:
+    index = conn.doc_index(doc)
     try:
-        conn.writer.delete(index=conn.index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
+        conn.writer.delete(index=index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
     except NotFoundError as exc:
         if _error_body(exc).get("result") == "not_found":
             return False
         raise failure(f"delete {doc.id}", exc) from exc
     except (ApiError, TransportError) as exc:
         raise failure(f"delete {doc.id}", exc) from exc
-    conn.after_write()
+    conn.after_write([index])
     return True
 
 
@@ -159,14 +166,14 @@ def delete_ids(
     if not hits:
         return []
     operations: list[Json] = [
-        {"delete": {"_index": conn.index, "_id": h["_id"], "routing": h.get("_routing")}}
+        {"delete": {"_index": h["_index"], "_id": h["_id"], "routing": h.get("_routing")}}
         for h in hits
     ]
     response = call(
         "delete documents",
         lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
     )
-    conn.after_write()
+    conn.after_write([h["_index"] for h in hits])
     deleted, failures = [], []
     for item in response["items"]:
         outcome = item["delete"]
@@ -197,21 +204,51 @@ def user_hits(
         "sort": [{"id": "asc"}],
     }
     # No routing: every document of the user is found, whatever it was stored under.
-    response = call("search", lambda: conn.writer.search(index=conn.index, **body))
+    index = conn.index_for(tenant_id, user_id)
+    response = call(
+        "search", lambda: conn.writer.search(index=index, ignore_unavailable=True, **body)
+    )
     hits: list[Json] = response["hits"]["hits"]
     return hits
 
 
 def _get_versioned(
-    conn: Connection, memory_id: str, doc_routing: str
+    conn: Connection, index: str, memory_id: str, doc_routing: str
 ) -> tuple[MemoryDoc, int, int]:
     try:
-        got = conn.writer.get(index=conn.index, id=memory_id, routing=doc_routing)
+        got = conn.writer.get(index=index, id=memory_id, routing=doc_routing)
     except NotFoundError as exc:
         raise EngineError(f"Memory {memory_id} is gone.") from exc
     except (ApiError, TransportError) as exc:
         raise failure(f"read {memory_id}", exc) from exc
     return MemoryDoc.from_source(got["_source"]), got["_seq_no"], got["_primary_term"]
+
+
+def expunge_deleted(conn: Connection, tenant_id: str, user_id: str | None) -> bool:
+    """Merge away the deleted documents of the index that held the user's (or the tenant's)
+    documents: until then a deleted document still counts in the index's term statistics.
+
+    Flush (a commit that holds the deletes), then merge every segment with a delete
+    (``merge.policy.expunge_deletes_allowed`` is 0 in the template). The shard keeps soft
+    deletes newer than its retention lease, which advances in the background (about every
+    30 s on 9.x), so a merge right after an erasure may have to be repeated: returns whether
+    the index holds no deleted document any more."""
+    index = conn.index_for(tenant_id, user_id)
+    w = conn.writer
+    call("flush", lambda: w.indices.flush(index=index, ignore_unavailable=True))
+    call(
+        "expunge deleted documents",
+        lambda: w.indices.forcemerge(
+            index=index, only_expunge_deletes=True, ignore_unavailable=True
+        ),
+    )
+    conn.after_write([index])
+    stats = call(
+        "read index stats",
+        lambda: w.options(ignore_status=404).indices.stats(index=index, metric="docs"),
+    )
+    deleted = stats.body.get("_all", {}).get("primaries", {}).get("docs", {}).get("deleted", 0)
+    return int(deleted) == 0
 
 
 def _error_body(exc: ApiError) -> Json:

@@ -45,7 +45,7 @@ class ContractKeys:
             self.keys[(tenant_id, user_id)] = Cluster(self.config).create_api_key(
                 name=f"contract-{tenant_id[:8]}-{user_id}",
                 role_descriptors=role_descriptors(
-                    index_pattern=self.config.memory_index_pattern,
+                    indices=[self.config.tenant_index(tenant_id)],
                     tenant_id=tenant_id,
                     user_id=user_id,
                 ),

@@ -13,6 +13,7 @@ import pytest
 from atlas_platform.cluster import Cluster
 from memory.engine.base import EngineError
 from memory.engine.elasticsearch import ElasticsearchBackend
+from memory.engine.elasticsearch.setup import DeploymentMismatch
 from memory.engine.types import LegQuery, Ranking, ReadScope, RecallFilter
 from tests.memory.engine.conftest import DIMS, ContractKeys, make_doc, vec
 
@@ -90,3 +91,30 @@ def test_a_dls_read_without_a_key_provider_is_refused(keys, tenant):
 
     with pytest.raises(EngineError):
         backend.get_many(dls(tenant, "u1"), ["x"])
+
+
+def test_the_backend_refuses_a_prefix_that_holds_another_deployments_indices(keys, tenant):
+    """Two deployments (or one whose database was reset) on one prefix would write into and
+    grant keys over each other's indices: the second refuses to start."""
+    config = dataclasses.replace(keys.config, index_prefix=keys.config.index_prefix + "-dep")
+    first = ElasticsearchBackend(config=config, dims=DIMS, deployment="deployment-a")
+    first.ensure_ready()
+    first.write([make_doc(tenant, "u1", "semantic", "written by deployment a")])
+    mapping = Cluster(config).client.indices.get_mapping(index=first.index_for(tenant, None))
+    assert next(iter(mapping.body.values()))["mappings"]["_meta"] == {
+        "atlas_deployment": "deployment-a"
+    }
+
+    second = ElasticsearchBackend(config=config, dims=DIMS, deployment="deployment-b")
+    with pytest.raises(DeploymentMismatch, match="another deployment"):
+        second.ensure_ready()
+    first.ensure_ready()  # its own indices: fine
+
+
+def test_each_tenant_has_an_index_of_its_own(store, keys, tenant):
+    other = tenant[::-1]
+    store.write([make_doc(tenant, "u1", "semantic", "a"), make_doc(other, "u1", "semantic", "b")])
+    client = Cluster(keys.config).client
+    assert client.count(index=store.index_for(tenant, "u1"))["count"] == 1
+    assert client.count(index=store.index_for(other, "u1"))["count"] == 1
+    assert store.index_for(tenant, "u1") != store.index_for(other, "u1")

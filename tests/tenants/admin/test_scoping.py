@@ -29,9 +29,9 @@ def world(acme, globex, alice, charlie, acme_admin, acme_auditor, globex_admin):
     user_create(tenant=globex, external_id="gqx-user")
     user_create(tenant=acme, external_id="amy")
     ForgetRequest.objects.create(
-        tenant=globex, user=charlie, user_ref=str(charlie.pk), scope="user"
+        tenant=globex, user=charlie, user_ref=charlie.memory_id, scope="user"
     )
-    ForgetRequest.objects.create(tenant=acme, user=alice, user_ref=str(alice.pk), scope="user")
+    ForgetRequest.objects.create(tenant=acme, user=alice, user_ref=alice.memory_id, scope="user")
     return {"acme": acme, "globex": globex}
 
 

@@ -29,9 +29,8 @@ def as_key(config: ClusterConfig, key: ScopedKey) -> Elasticsearch:
 
 
 def visible_ids(config: ClusterConfig, key: ScopedKey) -> set[str]:
-    result = as_key(config, key).search(
-        index=f"{config.index_prefix}-*", query={"match_all": {}}, size=1000
-    )
+    # Every index on the cluster: the key resolves the wildcard to what it may read.
+    result = as_key(config, key).search(index="*", query={"match_all": {}}, size=1000)
     return {hit["_id"] for hit in result["hits"]["hits"]}
 
 
@@ -41,20 +40,26 @@ def dave(globex) -> User:
 
 
 @pytest.fixture
-def seeded(es, alice, bob, charlie, dave) -> dict[str, set[str]]:
-    """Two tenants x two users, documents in every memory index plus each tenant's catalog."""
+def seeded(es, alice, bob, charlie, dave, settings) -> dict[str, set[str]]:
+    """Two tenants x two users, documents in each tenant's index plus each tenant's catalog;
+    and the same ids in an index of another deployment (another prefix) on the same cluster,
+    which no key of this deployment may read."""
     client = admin_client(es)
     mapping = {
         "properties": {
             "tenant_id": {"type": "keyword"},
             "user_id": {"type": "keyword"},
             "text": {"type": "text"},
-        }
+        },
+        # This deployment's own indices (the platform refuses a prefix with others').
+        "_meta": {"atlas_deployment": settings.ATLAS_DEPLOYMENT_ID},
     }
-    for kind in INDEX_TYPES:
-        index = f"{es.index_prefix}-{kind}"
-        if not client.indices.exists(index=index):
-            client.indices.create(index=index, mappings=mapping)
+    other = ClusterConfig(url=es.url, index_prefix=f"{es.index_prefix}-b")
+    for tenant in (alice.tenant, charlie.tenant):
+        for config in (es, other):
+            index = config.tenant_index(tenant.memory_id)
+            if not client.indices.exists(index=index):
+                client.indices.create(index=index, mappings=mapping)
     owned: dict[str, set[str]] = {}
     operations: list[dict[str, object]] = []
     for user in (alice, bob, charlie, dave):
@@ -62,21 +67,24 @@ def seeded(es, alice, bob, charlie, dave) -> dict[str, set[str]]:
         for kind in ("episodic", "semantic", "procedural"):
             for n in range(2):
                 doc_id = f"{kind}-{user.external_id}-{n}-{es.index_prefix}"
+                source = {
+                    "tenant_id": user.memory_tenant_id,
+                    "user_id": user.memory_id,
+                    "text": f"{kind} note",
+                }
                 operations += [
-                    {"index": {"_index": f"{es.index_prefix}-{kind}", "_id": doc_id}},
-                    {
-                        "tenant_id": str(user.tenant_id),
-                        "user_id": str(user.pk),
-                        "text": f"{kind} note",
-                    },
+                    {"index": {"_index": es.tenant_index(user.memory_tenant_id), "_id": doc_id}},
+                    source,
+                    {"index": {"_index": other.tenant_index(user.memory_tenant_id), "_id": "b-" + doc_id}},
+                    source,
                 ]
                 ids.add(doc_id)
         owned[user.external_id] = ids
     for tenant in (alice.tenant, charlie.tenant):
         doc_id = f"catalog-{tenant.slug}-{es.index_prefix}"
         operations += [
-            {"index": {"_index": f"{es.index_prefix}-catalog", "_id": doc_id}},
-            {"tenant_id": str(tenant.pk), "text": f"{tenant.name} catalog entry"},
+            {"index": {"_index": es.tenant_index(tenant.memory_id), "_id": doc_id}},
+            {"tenant_id": tenant.memory_id, "text": f"{tenant.name} catalog entry"},
         ]
         owned[f"catalog:{tenant.slug}"] = {doc_id}
     result = client.bulk(operations=operations, refresh="wait_for")
@@ -100,9 +108,50 @@ def test_a_scoped_key_cannot_write(es, seeded, alice):
 
     with pytest.raises(AuthorizationException):
         as_key(es, key).index(
-            index=f"{es.index_prefix}-semantic",
-            document={"tenant_id": str(alice.tenant_id), "user_id": str(alice.pk), "text": "x"},
+            index=es.tenant_index(alice.memory_tenant_id),
+            document={"tenant_id": alice.memory_tenant_id, "user_id": alice.memory_id, "text": "x"},
         )
+
+
+def test_a_scoped_key_has_search_only(es, seeded, alice, bob):
+    """No term vectors, explain, get / mget by id (also not of its own documents), no field
+    caps: those show an index's statistics or documents outside the DLS query."""
+    key = scoped_key_provision(user=alice)
+    client, index = as_key(es, key), es.tenant_index(alice.memory_tenant_id)
+    mine = sorted(seeded["alice"])[0]
+    bobs = sorted(seeded["bob"])[0]
+    refused = {
+        "termvectors": lambda: client.termvectors(index=index, id=mine, term_statistics=True),
+        "mtermvectors": lambda: client.mtermvectors(index=index, ids=[mine]),
+        "explain": lambda: client.explain(index=index, id=mine, query={"match_all": {}}),
+        "get": lambda: client.get(index=index, id=bobs),
+        "mget": lambda: client.mget(index=index, ids=[bobs]),
+        "field_caps": lambda: client.field_caps(index=index, fields="*"),
+    }
+    for name, call in refused.items():
+        with pytest.raises(AuthorizationException):
+            call()
+            pytest.fail(f"{name} answered")
+    # Recall's own calls work (and count, which is a search), within the DLS query.
+    assert client.count(index=index)["count"] == 7
+    assert client.search(index=index, size=0)["hits"]["total"]["value"] == 7
+    msearch = client.msearch(searches=[{"index": index}, {"query": {"match_all": {}}}])
+    assert msearch["responses"][0]["hits"]["total"]["value"] == 7
+
+
+def test_a_key_names_exactly_its_tenant_index_and_expires(es, alice):
+    key = scoped_key_provision(user=alice)
+    info = admin_client(es).security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
+    role = info["role_descriptors"]["atlas_memory_reader"]["indices"]
+
+    assert [r["names"] for r in role] == [[es.tenant_index(alice.memory_tenant_id)]]
+    assert sorted(role[0]["privileges"]) == [
+        "indices:data/read/msearch",
+        "indices:data/read/search",
+    ]
+    assert info["expiration"] is not None
+    assert key.expires_at is not None
+    assert info["metadata"]["atlas_user_id"] == alice.memory_id
 
 
 def test_the_secret_is_encrypted_at_rest(es, alice):
@@ -261,3 +310,69 @@ def test_a_provisioning_that_loses_a_race_invalidates_the_key_it_made(es, alice,
     assert ScopedKey.objects.get(user=alice).key_id != made[0].id
     with pytest.raises(AuthenticationException):
         Cluster(es).as_api_key(made[0]).search(index=f"{es.index_prefix}-*", size=1)
+
+
+def test_disabling_a_user_kills_their_key_on_the_cluster_and_enabling_makes_a_new_one(
+    es, seeded, alice
+):
+    from tenants.services.users import user_set_status
+
+    key = scoped_key_provision(user=alice)
+    assert visible_ids(es, key)  # it works
+
+    user_set_status(user=alice, status=User.Status.DISABLED)
+
+    with pytest.raises(AuthenticationException):
+        visible_ids(es, key)
+    key.refresh_from_db()
+    assert key.status == ScopedKey.Status.INVALIDATED and alice.current_key() is None
+
+    user_set_status(user=User.objects.get(pk=alice.pk), status=User.Status.ACTIVE)
+
+    fresh = alice.current_key()
+    assert fresh is not None and fresh.key_id != key.key_id
+    assert visible_ids(es, fresh) == seeded["alice"] | seeded["catalog:acme"]
+
+
+def test_suspending_a_tenant_kills_its_keys_at_once(es, seeded, alice, bob, charlie):
+    from tenants.services.tenants import tenant_reactivate, tenant_suspend
+
+    keys = {u.external_id: scoped_key_provision(user=u) for u in (alice, bob, charlie)}
+
+    tenant_suspend(tenant=alice.tenant)
+
+    for name in ("alice", "bob"):
+        with pytest.raises(AuthenticationException):
+            visible_ids(es, keys[name])
+    assert visible_ids(es, keys["charlie"])  # another tenant's keys live on
+
+    tenant_reactivate(tenant=alice.tenant)
+    for user in (alice, bob):
+        fresh = user.current_key()
+        assert fresh is not None and fresh.key_id != keys[user.external_id].key_id
+        assert visible_ids(es, fresh)
+
+
+def test_keys_near_expiry_are_renewed_by_the_scheduled_task(es, seeded, alice, bob, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tenants.tasks import scoped_keys_renew_task
+
+    near = scoped_key_provision(user=alice)
+    far = scoped_key_provision(user=bob)
+    ScopedKey.objects.filter(pk=near.pk).update(expires_at=timezone.now() + timedelta(hours=1))
+
+    result = scoped_keys_renew_task.apply().get()
+
+    assert result["rotated"] == 1 and result["failed"] == 0
+    near.refresh_from_db()
+    assert near.status == ScopedKey.Status.INVALIDATED
+    renewed = alice.current_key()
+    assert renewed is not None and renewed.rotated_from_id == near.pk
+    assert renewed.expires_at is not None and renewed.expires_at > timezone.now() + timedelta(days=6)
+    assert bob.current_key() == far
+    with pytest.raises(AuthenticationException):
+        visible_ids(es, near)
+    assert "scoped-keys-renew" in settings.CELERY_BEAT_SCHEDULE
