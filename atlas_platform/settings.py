@@ -299,6 +299,11 @@ def _lexical_weight(value: str) -> float | Literal["confidence"]:
 
 ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="0.5"))
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
+# RRF rank constant (memory.fusion) and whether decay applies inside the time-window legs a
+# time expression in the query adds; chosen across corpora by the rule in
+# docs/recall-quality.md ("Defaults across corpora").
+ATLAS_RECALL_RANK_CONSTANT = env.int("ATLAS_RECALL_RANK_CONSTANT", default=5)
+ATLAS_RECALL_WINDOW_DECAY = env.bool("ATLAS_RECALL_WINDOW_DECAY", default=True)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)

@@ -18,7 +18,7 @@ from lab.evaluation.corpus import (
     Persona,
     Question,
 )
-from lab.evaluation.metrics import KS, first_hit_rank, paired, scores
+from lab.evaluation.metrics import KS, evidence_ranks, first_hit_rank, paired, scores
 from memory.plans import DEFAULT_PLAN, RecallPlan
 
 K = 10
@@ -47,9 +47,14 @@ ABLATIONS = (
 )
 
 
-def select_questions(questions: Sequence[Question], limit: int | None) -> list[Question]:
-    """All questions, or ``limit`` of them: a fixed, kind-balanced subset (round robin over the
-    kinds, each kind in a hash order of its ids) so CI runs see every kind."""
+def select_questions(
+    questions: Sequence[Question], limit: int | None, split: str | None = None
+) -> list[Question]:
+    """All questions (of ``split``, when given), or ``limit`` of them: a fixed, kind-balanced
+    subset (round robin over the kinds, each kind in a hash order of its ids) so CI runs see
+    every kind."""
+    if split is not None:
+        questions = [q for q in questions if q.split == split]
     if limit is None or limit >= len(questions):
         return list(questions)
     by_kind: dict[str, list[Question]] = defaultdict(list)
@@ -100,6 +105,7 @@ def evaluate(
     limit_questions: int | None = None,
     ablations: Sequence[Ablation] = ABLATIONS,
     reranker_configured: bool = False,
+    split: str | None = None,
 ) -> dict[str, Any]:
     """Every figure of the run as a JSON-able dict (see ``docs/recall-quality.md``)."""
     catalog_keys = {v: k for k, v in run.catalog_ids.items()}
@@ -107,7 +113,7 @@ def evaluate(
     by_id: dict[str, dict[str, Any]] = {}
     leaks: list[dict[str, Any]] = []
     timings: dict[str, Any] = {}
-    asked = {p.persona: select_questions(p.questions, limit_questions) for p in personas}
+    asked = {p.persona: select_questions(p.questions, limit_questions, split) for p in personas}
     for ablation in ablations:
         if ablation.name == "no_rerank" and not reranker_configured:
             continue  # identical to full: filled in from it below
@@ -123,6 +129,9 @@ def evaluate(
                 if row is None:
                     row = by_id[q.id] = {
                         "id": q.id,
+                        "corpus": persona.corpus,
+                        "split": q.split,
+                        "match": q.match,
                         "persona": persona.persona,
                         "kind": q.kind,
                         "type": target_type(q),
@@ -133,7 +142,11 @@ def evaluate(
                         "ranks": {},
                     }
                     rows.append(row)
-                row["ranks"][ablation.name] = first_hit_rank(keys, q.targets)
+                row["ranks"][ablation.name] = (
+                    evidence_ranks(keys, q.targets)
+                    if q.match == "all"
+                    else first_hit_rank(keys, q.targets)
+                )
                 for leaked in leaks_in(result.hits, loaded.user):
                     leaks.append(
                         {"probe": "own", "question": q.id, "asker": persona.persona, "doc": leaked}
@@ -173,6 +186,8 @@ def _group(rows: Sequence[dict[str, Any]], ablation: str) -> dict[str, Any]:
 
     return {
         "overall": scores([r["ranks"][ablation] for r in rows]).as_dict(),
+        "per_corpus": of(lambda r: r["corpus"]),
+        "per_corpus_kind": of(lambda r: f"{r['corpus']}/{r['kind']}"),
         "per_persona": of(lambda r: r["persona"]),
         "per_type": of(lambda r: r["type"]),
         "per_kind": of(lambda r: r["kind"]),

@@ -14,6 +14,7 @@ from atlas_platform.exceptions import ValidationError
 from memory.engine.types import (
     PERSONAL_TYPES,
     LegHit,
+    Ranking,
     LegQuery,
     MemoryDoc,
     MemoryType,
@@ -134,9 +135,9 @@ def memory_recall(
                 since=since,
                 until=until,
             ),
-            ranking=tenant_ranking(user.tenant, apply_decay=plan.decay),
+            ranking=_ranking(user, plan),
             now=moment,
-            size=settings.ATLAS_RECALL_CANDIDATES,
+            size=plan.candidates or settings.ATLAS_RECALL_CANDIDATES,
             lexical="lexical" in legs,
             dense="dense" in legs,
         )
@@ -147,7 +148,14 @@ def memory_recall(
             "dense": results.dense,
         }
         if window is not None:
-            windowed = backend().recall_legs(scope, _windowed(leg_query, window))
+            window_decay = (
+                settings.ATLAS_RECALL_WINDOW_DECAY
+                if plan.window_decay is None
+                else plan.window_decay
+            )
+            windowed = backend().recall_legs(
+                scope, _windowed(leg_query, window, decay=window_decay)
+            )
             fusion_legs.update(lexical_time=windowed.lexical, dense_time=windowed.dense)
         timings["legs_ms"] = _since(mark)
     mark = time.perf_counter()
@@ -162,7 +170,14 @@ def memory_recall(
         for leg in ("lexical", "lexical_time")
         if leg in fusion_legs
     }
-    fused = [f for f in rrf(fusion_legs, weights=weights) if f.id not in excluded]
+    constant = (
+        settings.ATLAS_RECALL_RANK_CONSTANT if plan.rank_constant is None else plan.rank_constant
+    )
+    fused = [
+        f
+        for f in rrf(fusion_legs, weights=weights, rank_constant=constant)
+        if f.id not in excluded
+    ]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if plan.rerank else None
     mark = time.perf_counter()
@@ -225,12 +240,28 @@ def _with_docs(
     return pairs
 
 
-def _windowed(leg_query: LegQuery, window: TimeWindow) -> LegQuery:
+def _ranking(user: User, plan: RecallPlan) -> Ranking:
+    """The tenant's ranking signals, with the plan's decay overrides."""
+    ranking = tenant_ranking(user.tenant, apply_decay=plan.decay)
+    changes: dict[str, float] = {}
+    if plan.decay_offset_days is not None:
+        changes["decay_offset_days"] = float(plan.decay_offset_days)
+    if plan.decay_scale_days is not None:
+        changes["decay_scale_days"] = float(plan.decay_scale_days)
+    return dataclasses.replace(ranking, **changes) if changes else ranking
+
+
+def _windowed(leg_query: LegQuery, window: TimeWindow, *, decay: bool = True) -> LegQuery:
     """The same legs restricted to the window (personal memories only: the catalog is
-    timeless)."""
+    timeless). Without ``decay``, the window's memories rank by match alone: the question
+    asked about that time, so their age is no reason to rank them lower."""
     flt = leg_query.filter
+    ranking = leg_query.ranking
+    if not decay and ranking.apply_decay:
+        ranking = dataclasses.replace(ranking, apply_decay=False)
     return dataclasses.replace(
         leg_query,
+        ranking=ranking,
         filter=dataclasses.replace(
             flt, include_catalog=False, since=window.start, until=window.end
         ),
