@@ -304,6 +304,9 @@ ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # docs/recall-quality.md ("Defaults across corpora").
 ATLAS_RECALL_RANK_CONSTANT = env.int("ATLAS_RECALL_RANK_CONSTANT", default=5)
 ATLAS_RECALL_WINDOW_DECAY = env.bool("ATLAS_RECALL_WINDOW_DECAY", default=True)
+# What a conversation turn's vector is computed from besides its text: comma-separated parts of
+# previous (the turn before it in the session), speaker, date (memory/services/turn_context.py).
+ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)
