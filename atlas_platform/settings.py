@@ -304,6 +304,10 @@ ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # docs/recall-quality.md ("Defaults across corpora").
 ATLAS_RECALL_RANK_CONSTANT = env.int("ATLAS_RECALL_RANK_CONSTANT", default=5)
 ATLAS_RECALL_WINDOW_DECAY = env.bool("ATLAS_RECALL_WINDOW_DECAY", default=True)
+# What time words ("in May", "recently") and decay are read against: "clock" (recall's now) or
+# "history" (the user's newest memory, when it is more than two weeks older than now: a
+# history imported with its own dates); memory/services/recall.py _time_anchor.
+ATLAS_RECALL_TIME_ANCHOR = env.str("ATLAS_RECALL_TIME_ANCHOR", default="clock")
 # What a conversation turn's vector is computed from besides its text: comma-separated parts of
 # previous (the turn before it in the session), speaker, date (memory/services/turn_context.py).
 ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")

@@ -26,7 +26,9 @@ class RecallPlan:
     ``ATLAS_RECALL_RANK_CONSTANT``), ``candidates`` (per leg; None: ``ATLAS_RECALL_CANDIDATES``),
     ``decay_offset_days`` / ``decay_scale_days`` (None: the tenant's), and ``window_decay``:
     whether decay also applies inside the time-window legs a time expression adds (False: a
-    question that names a time finds that time's memories undecayed).
+    question that names a time finds that time's memories undecayed); ``time_anchor`` (None:
+    ``ATLAS_RECALL_TIME_ANCHOR``): ``clock`` reads time words and decay against recall's
+    ``now``, ``history`` against the user's newest memory when that is weeks older.
     """
 
     legs: tuple[str, ...] = LEGS
@@ -40,6 +42,7 @@ class RecallPlan:
     decay_offset_days: float | None = None
     decay_scale_days: float | None = None
     window_decay: bool | None = None
+    time_anchor: Literal["clock", "history"] | None = None
 
     def __post_init__(self) -> None:
         if not self.legs or set(self.legs) - set(LEGS):

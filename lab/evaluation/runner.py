@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from datetime import timedelta
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,7 +86,13 @@ def leaks_in(hits: Sequence[Any], asker: Any) -> list[str]:
     ]
 
 
-def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> Any:
+def _recall(
+    user: Any,
+    question: str,
+    persona: Persona,
+    ablation: Ablation,
+    offset: timedelta = timedelta(0),
+) -> Any:
     from memory.services.recall import memory_recall
 
     return memory_recall(
@@ -94,7 +101,7 @@ def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> A
         k=K,
         plan=ablation.plan,
         track_usage=False,
-        now=persona.now,
+        now=persona.now + offset,
     )
 
 
@@ -106,8 +113,11 @@ def evaluate(
     ablations: Sequence[Ablation] = ABLATIONS,
     reranker_configured: bool = False,
     split: str | None = None,
+    clock_offset_days: int = 0,
 ) -> dict[str, Any]:
-    """Every figure of the run as a JSON-able dict (see ``docs/recall-quality.md``)."""
+    """Every figure of the run as a JSON-able dict (see ``docs/recall-quality.md``).
+    ``clock_offset_days``: ask that many days after each corpus's ``now``."""
+    offset = timedelta(days=clock_offset_days)
     catalog_keys = {v: k for k, v in run.catalog_ids.items()}
     rows: list[dict[str, Any]] = []
     by_id: dict[str, dict[str, Any]] = {}
@@ -122,7 +132,7 @@ def evaluate(
             loaded = run.users[persona.persona]
             names = {**catalog_keys, **loaded.id_to_key}
             for q in asked[persona.persona]:
-                result = _recall(loaded.user, q.question, persona, ablation)
+                result = _recall(loaded.user, q.question, persona, ablation, offset)
                 count += 1
                 keys = [names.get(h.doc.id) for h in result.hits]
                 row = by_id.get(q.id)

@@ -6,7 +6,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
@@ -114,7 +114,7 @@ def memory_recall(
     scope = user_read_scope(user)
     moment = now or clock_now()
     types = _types(memory_types)
-    window = parse_time_window(query, moment) if plan.time_hints and not (since or until) else None
+    anchor_mode = plan.time_anchor or settings.ATLAS_RECALL_TIME_ANCHOR
     # Not within an explicit time range: the successor may lie outside it.
     credit = plan.succession and not include_superseded and since is None and until is None
     started = time.perf_counter()
@@ -125,6 +125,10 @@ def memory_recall(
         elif vector is None:
             vector = embedder().embed_query(query)
         timings["embed_ms"] = _since(started)
+        anchor = _time_anchor(scope, moment) if anchor_mode == "history" else moment
+        window = (
+            parse_time_window(query, anchor) if plan.time_hints and not (since or until) else None
+        )
         leg_query = LegQuery(
             text=query,
             vector=vector,
@@ -136,7 +140,7 @@ def memory_recall(
                 until=until,
             ),
             ranking=_ranking(user, plan),
-            now=moment,
+            now=anchor,
             size=plan.candidates or settings.ATLAS_RECALL_CANDIDATES,
             lexical="lexical" in legs,
             dense="dense" in legs,
@@ -238,6 +242,22 @@ def _with_docs(
         if doc is not None and (include_superseded or doc.superseded_by is None):
             pairs.append((f, doc))
     return pairs
+
+
+# A history whose newest memory is older than this is read as of that memory, not the clock.
+ANCHOR_GAP = timedelta(days=14)
+
+
+def _time_anchor(scope: ReadScope, moment: datetime) -> datetime:
+    """The instant time words and decay are read against: ``moment`` (the clock), or, when
+    the user's newest episode or fact is more than ``ANCHOR_GAP`` older (a history imported
+    with its own dates, a conversation that ended), the end of that newest memory's day:
+    "in May" and "recently" then mean that history's May and its last weeks, and decay ranks
+    its memories by age within it instead of burying all of them alike."""
+    newest = backend().newest_timestamp(scope)
+    if newest is None or moment - newest <= ANCHOR_GAP:
+        return moment
+    return min(moment, newest.replace(hour=23, minute=59, second=59, microsecond=0))
 
 
 def _ranking(user: User, plan: RecallPlan) -> Ranking:

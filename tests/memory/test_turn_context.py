@@ -73,14 +73,20 @@ def test_recall_returns_the_turns_own_text_when_indexed_with_context(people, set
     answer = docs[1]
     # The vector is the context's, not the bare turn's ...
     expected = embedder().embed(
-        ["Saturday 09 May 2026\nMaya: So, did you go and meet the greyhound at the rescue?\n"
-         "Tom: We did. She's coming home on Saturday!"]
+        [
+            "Saturday 09 May 2026\nMaya: So, did you go and meet the greyhound at the rescue?\n"
+            "Tom: We did. She's coming home on Saturday!"
+        ]
     )[0]
     assert np.allclose(answer.embedding, expected, atol=1e-5)
     # ... and recall finds the answer turn by what it answers, returning its own words.
     result = memory_recall(
-        user=people.alice, query="greyhound rescue adoption", k=3, track_usage=False,
-        now=MAY + timedelta(days=30), plan=RecallPlan(legs=("dense",)),
+        user=people.alice,
+        query="greyhound rescue adoption",
+        k=3,
+        track_usage=False,
+        now=MAY + timedelta(days=30),
+        plan=RecallPlan(legs=("dense",)),
     )
     texts = [h.doc.text for h in result.hits]
     assert "We did. She's coming home on Saturday!" in texts

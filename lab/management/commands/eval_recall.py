@@ -61,6 +61,13 @@ class Command(BaseCommand):
             default="",
             help=f"comma-separated subset of {', '.join(a.name for a in ABLATIONS)} (default: all)",
         )
+        parser.add_argument(
+            "--clock-offset-days",
+            type=int,
+            default=0,
+            help="ask each question this many days after the corpus's now (a server clock "
+            "that has moved on since the history was recorded)",
+        )
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--plot", dest="plot_path", default="")
         parser.add_argument("--gate-r10", type=float, default=0.85)
@@ -139,6 +146,7 @@ class Command(BaseCommand):
             ablations=options["ablation_list"],
             reranker_configured=settings.ATLAS_RERANKER != "none",
             split=None if options["split"] == "all" else options["split"],
+            clock_offset_days=options["clock_offset_days"],
         )
         report["config"] = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
@@ -151,6 +159,9 @@ class Command(BaseCommand):
                 else "filter"  # the embedded backend filters in-process
             ),
             "split": options["split"],
+            "clock_offset_days": options["clock_offset_days"],
+            "time_anchor": settings.ATLAS_RECALL_TIME_ANCHOR,
+            "turn_context": settings.ATLAS_TURN_CONTEXT,
             "personas": {
                 p.persona: {
                     "corpus": p.corpus,
