@@ -154,3 +154,19 @@ def test_the_overlap_report_counts_per_corpus_and_kind(tmp_path: Any) -> None:
     assert set(corpora) == set(CORPORA)
     assert set(corpora["conversations"]) == {*CORPUS_KINDS["conversations"], "all"}
     assert all(0 < v["n"] for kinds in corpora.values() for v in kinds.values())
+
+
+def test_a_sweep_setting_is_a_recall_plan() -> None:
+    from lab.evaluation.sweep import Setting
+
+    plan = Setting(
+        lexical_weight=1.0,
+        rank_constant=10,
+        candidates=160,
+        decay=("long", 365.0, 3650.0),
+        window_decay=False,
+    ).plan()
+    assert (plan.lexical_weight, plan.rank_constant, plan.candidates) == (1.0, 10, 160)
+    assert (plan.decay, plan.decay_offset_days, plan.decay_scale_days) == (True, 365.0, 3650.0)
+    assert plan.window_decay is False
+    assert Setting(decay=("off", None, None)).plan().decay is False

@@ -124,3 +124,26 @@ def test_lexical_terms_drop_a_names_possessive() -> None:
     assert lexical_terms("Maya’s new job") == ["Maya", "new", "job"]
     assert lexical_terms("What does error LL-4031 mean?") == ["error", "LL-4031", "mean"]
     assert lexical_terms("the a of") == ["the", "a", "of"]
+
+
+def test_the_plan_knobs_are_checked_and_reach_the_legs() -> None:
+    from datetime import timedelta
+
+    from atlas_platform.exceptions import ValidationError
+    from memory.engine.types import LegQuery, Ranking, RecallFilter
+    from memory.query import TimeWindow
+    from memory.services.recall import _windowed
+
+    with pytest.raises(ValidationError):
+        RecallPlan(rank_constant=-1)
+    with pytest.raises(ValidationError):
+        RecallPlan(candidates=0)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    query = LegQuery(text="q", vector=None, filter=RecallFilter(), ranking=Ranking(), now=now)
+    window = TimeWindow(start=now - timedelta(days=30), end=now, phrase="last month")
+    decayed = _windowed(query, window)
+    undecayed = _windowed(query, window, decay=False)
+    assert decayed.ranking.apply_decay and not undecayed.ranking.apply_decay
+    assert undecayed.filter.since == window.start and not undecayed.filter.include_catalog
+    assert query.ranking.apply_decay  # the main legs keep their decay
+
