@@ -204,19 +204,9 @@ STOP_WORDS = frozenset(
 )  # fmt: skip
 
 
-POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s?$")
-
-
 def lexical_terms(text: str) -> list[str]:
     """The words of ``text`` the lexical legs search for, as written and in order: words with
-    a letter or digit, minus function words, and a name's possessive dropped ("Tom's" ->
-    "Tom": the memories say "Tom" as often as "Tom's", and neither engine's tokenizer reads
-    the possessive off, so "Tom's" would match only "Tom's"). When every word is a function
-    word, all of them (a query is never emptied)."""
-    words = [
-        POSSESSIVE.sub("", word.strip(string.punctuation.replace("'", "")))
-        for word in text.split()
-        if any(char.isalnum() for char in word)
-    ]
-    words = [w for w in words if w]
+    a letter or digit, minus function words. When every word is a function word, all of them
+    (a query is never emptied)."""
+    words = [word for word in text.split() if any(char.isalnum() for char in word)]
     return [w for w in words if w.lower().strip(string.punctuation) not in STOP_WORDS] or words

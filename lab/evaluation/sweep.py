@@ -14,6 +14,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from lab.evaluation.corpus import LoadedRun, Persona, Question
@@ -33,7 +34,17 @@ KNOBS: dict[str, tuple[Any, ...]] = {
         ("off", None, None),
     ),
     "window_decay": (True, False),
+    "time_anchor": ("clock", "history"),
 }
+# Where each corpus is asked: at its own ``now``, and the conversations also three years later,
+# as a server's clock reads a history imported with its real dates (the held-out benchmark's
+# situation: decay and time words then meet old memories). Each is a column of the rule.
+CONDITIONS: tuple[tuple[str, int], ...] = (
+    ("personas", 0),
+    ("conversations", 0),
+    ("agent_work", 0),
+    ("conversations", 1095),
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class Setting:
     candidates: int = 80
     decay: tuple[str, float | None, float | None] = ("tenant", None, None)
     window_decay: bool = True
+    time_anchor: str = "clock"
 
     def plan(self) -> RecallPlan:
         name, offset, scale = self.decay
@@ -56,12 +68,14 @@ class Setting:
             decay_offset_days=offset,
             decay_scale_days=scale,
             window_decay=self.window_decay,
+            time_anchor=self.time_anchor,  # type: ignore[arg-type]
         )
 
     def label(self) -> str:
         return (
             f"w={self.lexical_weight} c={self.rank_constant} n={self.candidates} "
-            f"decay={self.decay[0]} window_decay={self.window_decay}"
+            f"decay={self.decay[0]} window_decay={self.window_decay} "
+            f"time_anchor={self.time_anchor}"
         )
 
 
@@ -89,6 +103,7 @@ class Sweeper:
         *,
         split: str | None = "dev",
         limit: int | None = None,
+        conditions: Sequence[tuple[str, int]] = CONDITIONS,
     ) -> None:
         from memory.services.common import embedder
 
@@ -101,37 +116,20 @@ class Sweeper:
         self.vectors = {
             q.id: model.embed_query(q.question) for qs in self.asked.values() for q in qs
         }
+        present = {p.corpus for p in personas}
+        self.conditions = [(c, days) for c, days in conditions if c in present]
         self.cache: dict[Setting, dict[str, Any]] = {}
 
     def measure(self, setting: Setting) -> dict[str, Any]:
         if setting in self.cache:
             return self.cache[setting]
-        from memory.services.recall import memory_recall
-
         plan = setting.plan()
         groups: dict[str, list[Rank]] = defaultdict(list)
         kinds: dict[str, list[Rank]] = defaultdict(list)
-        for persona in self.personas:
-            loaded = self.run.users[persona.persona]
-            names = {**{v: k for k, v in self.run.catalog_ids.items()}, **loaded.id_to_key}
-            for q in self.asked[persona.persona]:
-                result = memory_recall(
-                    user=loaded.user,
-                    query=q.question,
-                    k=K,
-                    plan=plan,
-                    track_usage=False,
-                    now=persona.now,
-                    vector=self.vectors[q.id],
-                )
-                keys = [names.get(h.doc.id) for h in result.hits]
-                rank: Rank = (
-                    evidence_ranks(keys, q.targets)
-                    if q.match == "all"
-                    else first_hit_rank(keys, q.targets)
-                )
-                groups[persona.corpus].append(rank)
-                kinds[f"{persona.corpus}/{q.kind}"].append(rank)
+        for corpus, days in self.conditions:
+            label = corpus if not days else f"{corpus}@+{days}d"
+            for persona in (p for p in self.personas if p.corpus == corpus):
+                self._ask(persona, plan, days, label, groups, kinds)
         measured = {
             "setting": setting.label(),
             "per_corpus": {c: scores(r).as_dict() for c, r in sorted(groups.items())},
@@ -139,6 +137,38 @@ class Sweeper:
         }
         self.cache[setting] = measured
         return measured
+
+    def _ask(
+        self,
+        persona: Persona,
+        plan: RecallPlan,
+        days: int,
+        label: str,
+        groups: dict[str, list[Rank]],
+        kinds: dict[str, list[Rank]],
+    ) -> None:
+        from memory.services.recall import memory_recall
+
+        loaded = self.run.users[persona.persona]
+        names = {**{v: k for k, v in self.run.catalog_ids.items()}, **loaded.id_to_key}
+        for q in self.asked[persona.persona]:
+            result = memory_recall(
+                user=loaded.user,
+                query=q.question,
+                k=K,
+                plan=plan,
+                track_usage=False,
+                now=persona.now + timedelta(days=days),
+                vector=self.vectors[q.id],
+            )
+            keys = [names.get(h.doc.id) for h in result.hits]
+            rank: Rank = (
+                evidence_ranks(keys, q.targets)
+                if q.match == "all"
+                else first_hit_rank(keys, q.targets)
+            )
+            groups[label].append(rank)
+            kinds[f"{label}/{q.kind}"].append(rank)
 
 
 def coordinate_ascent(

@@ -117,15 +117,6 @@ def test_a_playbook_is_embedded_with_its_name_and_trigger() -> None:
     assert embedding_text("procedural", "Flip it.", name=None, trigger=" ") == "Flip it."
 
 
-def test_lexical_terms_drop_a_names_possessive() -> None:
-    from memory.query import lexical_terms
-
-    assert lexical_terms("Did Tom's landlord agree?") == ["Tom", "landlord", "agree"]
-    assert lexical_terms("Maya’s new job") == ["Maya", "new", "job"]
-    assert lexical_terms("What does error LL-4031 mean?") == ["error", "LL-4031", "mean"]
-    assert lexical_terms("the a of") == ["the", "a", "of"]
-
-
 def test_the_plan_knobs_are_checked_and_reach_the_legs() -> None:
     from datetime import timedelta
 

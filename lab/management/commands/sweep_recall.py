@@ -57,6 +57,7 @@ class Command(BaseCommand):
                     rank_constant=settings.ATLAS_RECALL_RANK_CONSTANT,
                     candidates=settings.ATLAS_RECALL_CANDIDATES,
                     window_decay=settings.ATLAS_RECALL_WINDOW_DECAY,
+                    time_anchor=settings.ATLAS_RECALL_TIME_ANCHOR,
                 )
                 outcome = coordinate_ascent(
                     sweeper, start, rounds=options["rounds"], log=self.stdout.write
