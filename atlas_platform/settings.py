@@ -279,8 +279,9 @@ ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 
 
-# RRF weight of the lexical legs against the dense ones: a number (0.5, the default; 1.0 is
-# plain RRF as in the source design), or "confidence": each query, a lexical leg weighs its own
+# RRF weight of the lexical legs against the dense ones: a number (1.0, the default: plain RRF,
+# chosen across corpora by the rule in docs/recall-quality.md; 0.5 until issue 21), or
+# "confidence": each query, a lexical leg weighs its own
 # confidence, how far its top BM25 score stands above its 10th (memory.fusion.leg_confidence;
 # the default until the rank constant went to 5). Measurements: docs/recall-quality.md.
 def _lexical_weight(value: str) -> float | Literal["confidence"]:
@@ -297,7 +298,7 @@ def _lexical_weight(value: str) -> float | Literal["confidence"]:
     return weight
 
 
-ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="0.5"))
+ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="1.0"))
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
 # RRF rank constant (memory.fusion) and whether decay applies inside the time-window legs a
 # time expression in the query adds; chosen across corpora by the rule in

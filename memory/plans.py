@@ -15,7 +15,7 @@ class RecallPlan:
     """How a recall runs: which legs, how they are fused, and what ranks the result. The
     default plan is the product's recall; the evaluation's ablations are other plans.
 
-    ``lexical_weight`` (None: ``ATLAS_RECALL_LEXICAL_WEIGHT``, 0.5 by default) weighs the
+    ``lexical_weight`` (None: ``ATLAS_RECALL_LEXICAL_WEIGHT``, 1.0 by default) weighs the
     lexical legs in the fusion against the dense ones; ``"confidence"`` weighs each lexical leg
     by its own confidence for this query (``memory.fusion.leg_confidence``). ``time_hints``: a
     time expression in the query adds a time-filtered run of the legs. ``succession``: a

@@ -38,8 +38,10 @@ class Tenant(models.Model):
     isolation_mode = models.CharField(
         max_length=8, choices=IsolationMode.choices, default=IsolationMode.FILTER
     )
-    decay_offset_days = models.PositiveIntegerField(default=180)
-    decay_scale_days = models.PositiveIntegerField(default=1825)
+    # Decay: flat for a year, then 0.5 at a further ten years (the design had 180 / 1825; the
+    # rule across corpora chose these: docs/recall-quality.md, "Defaults across corpora").
+    decay_offset_days = models.PositiveIntegerField(default=365)
+    decay_scale_days = models.PositiveIntegerField(default=3650)
     use_count_weight = models.FloatField(default=0.2)
     catalog_prior = models.FloatField(default=0.85)
     # Consolidation: after N new episodes of a user (0 = never on count), on the daily

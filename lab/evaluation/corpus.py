@@ -141,9 +141,7 @@ def _text(item: dict[str, Any], name: str, where: str, problems: list[str]) -> s
     return value
 
 
-def validate_persona(
-    data: Any, *, stem: str | None = None, corpus: str | None = None
-) -> list[str]:
+def validate_persona(data: Any, *, stem: str | None = None, corpus: str | None = None) -> list[str]:
     """Every way ``data`` breaks the contract (empty list: valid). ``corpus``: the corpus its
     directory says it belongs to (the file's own ``corpus`` field must agree)."""
     if not isinstance(data, dict):
@@ -332,7 +330,9 @@ def _check_questions(
             problems.append(f"{where}: 'split' must be dev or test")
         superseded_targets = [t for t in targets if t in superseded]
         if superseded_targets and corpus != DEFAULT_CORPUS and q.get("kind") != "superseded":
-            problems.append(f"{where}: target {superseded_targets[0]} is superseded (never recalled)")
+            problems.append(
+                f"{where}: target {superseded_targets[0]} is superseded (never recalled)"
+            )
         kind = q.get("kind")
         if kind not in allowed:
             problems.append(f"{where}: 'kind' must be one of {', '.join(allowed)}")

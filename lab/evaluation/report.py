@@ -80,7 +80,10 @@ def plot(report: dict[str, Any], path: str) -> None:
     panels: list[tuple[str, dict[str, Any]]] = [
         ("ablations", {n: a["overall"] for n, a in report["ablations"].items()}),
         ("full pipeline per corpus", full.get("per_corpus") or {"all": full["overall"]}),
-        ("full pipeline per corpus / question kind", full.get("per_corpus_kind") or full["per_kind"]),
+        (
+            "full pipeline per corpus / question kind",
+            full.get("per_corpus_kind") or full["per_kind"],
+        ),
     ]
     fig, axes = plt.subplots(1, 3, figsize=(20, 5.2), gridspec_kw={"width_ratios": [3, 1.4, 4]})
     for ax, (title, groups) in zip(axes, panels, strict=True):

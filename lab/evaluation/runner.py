@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from datetime import timedelta
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from lab.evaluation.corpus import (
@@ -45,6 +45,9 @@ ABLATIONS = (
     # rank constant went to 5 (docs/recall-quality.md, session 4).
     Ablation("confidence_weight", RecallPlan(lexical_weight="confidence")),
     Ablation("no_succession", RecallPlan(succession=False)),  # superseded hits not credited
+    # The defaults before the rule across corpora (docs/recall-quality.md, issue 21).
+    Ablation("lexical_weight_0_5", RecallPlan(lexical_weight=0.5)),
+    Ablation("clock_anchor", RecallPlan(time_anchor="clock")),  # time words read off the clock
 )
 
 

@@ -14,10 +14,10 @@ from atlas_platform.exceptions import ValidationError
 from memory.engine.types import (
     PERSONAL_TYPES,
     LegHit,
-    Ranking,
     LegQuery,
     MemoryDoc,
     MemoryType,
+    Ranking,
     ReadScope,
     RecallFilter,
 )
@@ -178,9 +178,7 @@ def memory_recall(
         settings.ATLAS_RECALL_RANK_CONSTANT if plan.rank_constant is None else plan.rank_constant
     )
     fused = [
-        f
-        for f in rrf(fusion_legs, weights=weights, rank_constant=constant)
-        if f.id not in excluded
+        f for f in rrf(fusion_legs, weights=weights, rank_constant=constant) if f.id not in excluded
     ]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if plan.rerank else None

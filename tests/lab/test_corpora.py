@@ -153,7 +153,7 @@ def test_the_overlap_report_counts_per_corpus_and_kind(tmp_path: Any) -> None:
     corpora = json.loads(out.read_text())["overlap"]["corpora"]
     assert set(corpora) == set(CORPORA)
     assert set(corpora["conversations"]) == {*CORPUS_KINDS["conversations"], "all"}
-    assert all(0 < v["n"] for kinds in corpora.values() for v in kinds.values())
+    assert all(v["n"] > 0 for kinds in corpora.values() for v in kinds.values())
 
 
 def test_a_sweep_setting_is_a_recall_plan() -> None:

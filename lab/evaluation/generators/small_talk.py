@@ -88,7 +88,10 @@ FILLERS = (
     ],
     [
         ("X", "My mum has discovered voice notes. I get seven a day || Mum sends voice notes now"),
-        ("Y", "Mine does that, each one is four minutes long || Ha, they all discover them at once"),
+        (
+            "Y",
+            "Mine does that, each one is four minutes long || Ha, they all discover them at once",
+        ),
     ],
     [
         ("X", "Work was a lot today || Long day at work"),
@@ -127,7 +130,10 @@ FILLERS = (
         ("Y", "Never too early || Jumper first, heating later"),
     ],
     [
-        ("X", "Went to {place} and bumped into someone from school || Saw our old teacher at {place}"),
+        (
+            "X",
+            "Went to {place} and bumped into someone from school || Saw our old teacher at {place}",
+        ),
         ("Y", "No way, who? || Did they recognise you?"),
         ("X", "Took a minute but yes || Eventually, it was awkward"),
     ],
