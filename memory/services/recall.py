@@ -261,12 +261,11 @@ def _time_anchor(scope: ReadScope, moment: datetime) -> datetime:
 def _ranking(user: User, plan: RecallPlan) -> Ranking:
     """The tenant's ranking signals, with the plan's decay overrides."""
     ranking = tenant_ranking(user.tenant, apply_decay=plan.decay)
-    changes: dict[str, float] = {}
     if plan.decay_offset_days is not None:
-        changes["decay_offset_days"] = float(plan.decay_offset_days)
+        ranking = dataclasses.replace(ranking, decay_offset_days=float(plan.decay_offset_days))
     if plan.decay_scale_days is not None:
-        changes["decay_scale_days"] = float(plan.decay_scale_days)
-    return dataclasses.replace(ranking, **changes) if changes else ranking
+        ranking = dataclasses.replace(ranking, decay_scale_days=float(plan.decay_scale_days))
+    return ranking
 
 
 def _windowed(leg_query: LegQuery, window: TimeWindow, *, decay: bool = True) -> LegQuery:

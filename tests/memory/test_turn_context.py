@@ -78,6 +78,7 @@ def test_recall_returns_the_turns_own_text_when_indexed_with_context(people, set
             "Tom: We did. She's coming home on Saturday!"
         ]
     )[0]
+    assert answer.embedding is not None
     assert np.allclose(answer.embedding, expected, atol=1e-5)
     # ... and recall finds the answer turn by what it answers, returning its own words.
     result = memory_recall(
@@ -98,4 +99,5 @@ def test_recall_returns_the_turns_own_text_when_indexed_with_context(people, set
 def test_without_context_a_turn_embeds_its_own_text(people, settings) -> None:
     settings.ATLAS_TURN_CONTEXT = ""
     (only,) = memory_import(user=people.alice, memories=[turn("We did!", 2)])
+    assert only.embedding is not None
     assert np.allclose(only.embedding, embedder().embed(["We did!"])[0], atol=1e-5)

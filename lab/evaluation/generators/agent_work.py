@@ -583,7 +583,9 @@ def generate() -> dict[str, Any]:
     while day <= END:
         if day.weekday() < 5:
             stamp = day.date().isoformat()
-            logs = [(tag, text) for tag, d, text in EVENTS if d == stamp]
+            logs: list[tuple[str | None, str]] = [
+                (tag, text) for tag, d, text in EVENTS if d == stamp
+            ]
             routine = rng.randint(0, 2) if stamp in event_days else rng.randint(1, 2)
             logs += [(None, _routine(rng)) for _ in range(routine)]
             if rng.random() < 0.35 and stamp not in event_days:

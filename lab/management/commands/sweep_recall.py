@@ -43,7 +43,8 @@ class Command(BaseCommand):
             personas, catalog = read_corpus(CORPUS_DIR, None, corpora)
         except CorpusError as exc:
             raise CommandError(str(exc)) from exc
-        runner = EvalCommand(stdout=self.stdout, stderr=self.stderr)
+        runner = EvalCommand()
+        runner.stdout, runner.stderr = self.stdout, self.stderr
         saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
         try:
             runner._use_backend(options["backend"])
