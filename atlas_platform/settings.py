@@ -316,8 +316,9 @@ ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
 ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
 
 
-# RRF weight of the lexical legs against the dense ones: a number (0.5, the default; 1.0 is
-# plain RRF as in the source design), or "confidence": each query, a lexical leg weighs its own
+# RRF weight of the lexical legs against the dense ones: a number (1.0, the default: plain RRF,
+# chosen across corpora by the rule in docs/recall-quality.md; 0.5 until issue 21), or
+# "confidence": each query, a lexical leg weighs its own
 # confidence, how far its top BM25 score stands above its 10th (memory.fusion.leg_confidence;
 # the default until the rank constant went to 5). Measurements: docs/recall-quality.md.
 def _lexical_weight(value: str) -> float | Literal["confidence"]:
@@ -334,8 +335,20 @@ def _lexical_weight(value: str) -> float | Literal["confidence"]:
     return weight
 
 
-ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="0.5"))
+ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="1.0"))
 ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
+# RRF rank constant (memory.fusion) and whether decay applies inside the time-window legs a
+# time expression in the query adds; chosen across corpora by the rule in
+# docs/recall-quality.md ("Defaults across corpora").
+ATLAS_RECALL_RANK_CONSTANT = env.int("ATLAS_RECALL_RANK_CONSTANT", default=5)
+ATLAS_RECALL_WINDOW_DECAY = env.bool("ATLAS_RECALL_WINDOW_DECAY", default=True)
+# What time words ("in May", "recently") and decay are read against: "clock" (recall's now) or
+# "history" (the user's newest memory, when it is more than two weeks older than now: a
+# history imported with its own dates); memory/services/recall.py _time_anchor.
+ATLAS_RECALL_TIME_ANCHOR = env.str("ATLAS_RECALL_TIME_ANCHOR", default="clock")
+# What a conversation turn's vector is computed from besides its text: comma-separated parts of
+# previous (the turn before it in the session), speaker, date (memory/services/turn_context.py).
+ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)

@@ -57,12 +57,14 @@ class Tenant(models.Model):
     isolation_mode = models.CharField(
         max_length=8, choices=IsolationMode.choices, default=IsolationMode.FILTER
     )
+    # Decay: flat for a year, then 0.5 at a further ten years (the design had 180 / 1825; the
+    # rule across corpora chose these: docs/recall-quality.md, "Defaults across corpora").
     decay_offset_days = models.PositiveIntegerField(
-        default=180,
+        default=365,
         help_text="Recall: episodes and facts younger than this many days keep their full weight.",
     )
     decay_scale_days = models.PositiveIntegerField(
-        default=1825,
+        default=3650,
         help_text="Recall: past the offset, weight falls to half at offset + this many days.",
     )
     use_count_weight = models.FloatField(

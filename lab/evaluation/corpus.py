@@ -9,6 +9,7 @@ holds another persona's memories (the target of the leakage probes).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -25,6 +26,27 @@ KEY_PATTERN = re.compile(r"^([a-z]+)-(ep|se|pr)-(\d{3,})$")
 KEY_TYPES = {"ep": "episodic", "se": "semantic", "pr": "procedural"}
 QUESTION_KINDS = ("paraphrase", "exact_token", "temporal", "superseded")
 MIN_PER_KIND = {"exact_token": 6, "temporal": 6, "superseded": 6}
+# A corpus is a directory of persona files: the persona files at the top of ``corpus/`` are the
+# ``personas`` corpus; ``corpus/<name>/`` holds corpus ``<name>``. Each has its question kinds
+# and minimums (docs/recall-quality.md, "Corpora").
+DEFAULT_CORPUS = "personas"
+CORPORA = ("personas", "conversations", "agent_work")
+CORPUS_KINDS = {
+    "personas": QUESTION_KINDS,
+    "conversations": ("single_hop", "multi_hop", "temporal", "open"),
+    "agent_work": ("single_hop", "multi_hop", "temporal", "open", "superseded"),
+}
+CORPUS_MIN_PER_KIND = {
+    "personas": MIN_PER_KIND,
+    "conversations": {"single_hop": 8, "multi_hop": 3, "temporal": 5, "open": 3},
+    "agent_work": {"single_hop": 10, "multi_hop": 4, "temporal": 5, "open": 3, "superseded": 5},
+}
+CORPUS_MIN_QUESTIONS = {"personas": 56, "conversations": 20, "agent_work": 36}
+# A chat history (corpus ``conversations``) is long: this many sessions and turns at least,
+# between exactly two named speakers.
+MIN_SESSIONS, MIN_TURNS = 15, 300
+MATCHES = ("any", "all")  # any target is a hit / every target is evidence (scored as a share)
+SPLITS = ("dev", "test")
 CORPUS_FACT_TYPES = (
     "preference",
     "profile",
@@ -73,6 +95,8 @@ class Question:
     question: str
     targets: list[str]
     kind: str
+    match: str = "any"  # "all": each target is evidence, R@k is the share found in the top k
+    split: str = "dev"
 
 
 @dataclass
@@ -83,6 +107,7 @@ class Persona:
     now: datetime
     memories: list[Memory]
     questions: list[Question]
+    corpus: str = DEFAULT_CORPUS
 
     @property
     def by_key(self) -> dict[str, Memory]:
@@ -116,11 +141,18 @@ def _text(item: dict[str, Any], name: str, where: str, problems: list[str]) -> s
     return value
 
 
-def validate_persona(data: Any, *, stem: str | None = None) -> list[str]:
-    """Every way ``data`` breaks the contract (empty list: valid)."""
+def validate_persona(data: Any, *, stem: str | None = None, corpus: str | None = None) -> list[str]:
+    """Every way ``data`` breaks the contract (empty list: valid). ``corpus``: the corpus its
+    directory says it belongs to (the file's own ``corpus`` field must agree)."""
     if not isinstance(data, dict):
         return ["the file must hold a JSON object"]
     problems: list[str] = []
+    named = data.get("corpus", DEFAULT_CORPUS)
+    if named not in CORPORA:
+        problems.append(f"'corpus' must be one of {', '.join(CORPORA)}")
+        named = DEFAULT_CORPUS
+    elif corpus is not None and named != corpus:
+        problems.append(f"'corpus' is {named!r} but the file is in corpus {corpus!r}")
     persona = data.get("persona")
     if not isinstance(persona, str) or not PERSONA_PATTERN.match(persona):
         problems.append("'persona' must match [a-z_]+")
@@ -144,7 +176,30 @@ def validate_persona(data: Any, *, stem: str | None = None) -> list[str]:
     if len(prefixes) > 1:
         problems.append(f"memory keys use several prefixes: {', '.join(sorted(prefixes))}")
     problems.extend(_check_supersession(keys))
-    problems.extend(_check_questions(questions, keys, prefixes))
+    problems.extend(_check_questions(questions, keys, prefixes, named))
+    if named == "conversations":
+        problems.extend(_check_chat(memories))
+    return problems
+
+
+def _check_chat(memories: list[Any]) -> list[str]:
+    """A chat history: only turns, each with its speaker, two speakers, long enough."""
+    turns = [m for m in memories if isinstance(m, dict)]
+    problems = [
+        f"memory {m.get('key')}: a chat holds only episodic turns"
+        for m in turns
+        if m.get("type") != "episodic"
+    ]
+    speakers = {m.get("speaker") for m in turns}
+    if None in speakers or not all(isinstance(s, str) and s.strip() for s in speakers):
+        problems.append("every turn of a chat needs a 'speaker'")
+    elif len(speakers) != 2:
+        problems.append(f"a chat has two speakers, not {len(speakers)}")
+    sessions = {m.get("session") for m in turns}
+    if len(sessions) < MIN_SESSIONS:
+        problems.append(f"only {len(sessions)} sessions; a chat needs {MIN_SESSIONS}+")
+    if len(turns) < MIN_TURNS:
+        problems.append(f"only {len(turns)} turns; a chat needs {MIN_TURNS}+")
     return problems
 
 
@@ -237,11 +292,15 @@ def _check_supersession(keys: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _check_questions(
-    questions: list[Any], keys: dict[str, dict[str, Any]], prefixes: set[str]
+    questions: list[Any],
+    keys: dict[str, dict[str, Any]],
+    prefixes: set[str],
+    corpus: str = DEFAULT_CORPUS,
 ) -> list[str]:
     problems: list[str] = []
     seen: set[str] = set()
-    kinds: dict[str, int] = dict.fromkeys(QUESTION_KINDS, 0)
+    allowed = CORPUS_KINDS[corpus]
+    kinds: dict[str, int] = dict.fromkeys(allowed, 0)
     superseded = {ref for item in keys.values() for ref in (item.get("supersedes") or [])}
     for n, q in enumerate(questions, start=1):
         if not isinstance(q, dict):
@@ -265,9 +324,18 @@ def _check_questions(
         for target in targets:
             if target not in keys:
                 problems.append(f"{where}: target {target!r} is not a memory key")
+        if q.get("match", "any") not in MATCHES:
+            problems.append(f"{where}: 'match' must be any or all")
+        if q.get("split", "dev") not in SPLITS:
+            problems.append(f"{where}: 'split' must be dev or test")
+        superseded_targets = [t for t in targets if t in superseded]
+        if superseded_targets and corpus != DEFAULT_CORPUS and q.get("kind") != "superseded":
+            problems.append(
+                f"{where}: target {superseded_targets[0]} is superseded (never recalled)"
+            )
         kind = q.get("kind")
-        if kind not in QUESTION_KINDS:
-            problems.append(f"{where}: 'kind' must be one of {', '.join(QUESTION_KINDS)}")
+        if kind not in allowed:
+            problems.append(f"{where}: 'kind' must be one of {', '.join(allowed)}")
             continue
         kinds[kind] += 1
         if kind == "superseded":
@@ -276,9 +344,12 @@ def _check_questions(
                     problems.append(f"{where}: target {target} is itself superseded")
                 elif target in keys and not keys[target].get("supersedes"):
                     problems.append(f"{where}: target {target} supersedes nothing")
-    if len(questions) < MIN_QUESTIONS:
-        problems.append(f"only {len(questions)} questions; the contract asks for {MIN_QUESTIONS}+")
-    for kind, least in MIN_PER_KIND.items():
+    least_questions = CORPUS_MIN_QUESTIONS[corpus]
+    if len(questions) < least_questions:
+        problems.append(
+            f"only {len(questions)} questions; the contract asks for {least_questions}+"
+        )
+    for kind, least in CORPUS_MIN_PER_KIND[corpus].items():
         if kinds[kind] < least:
             problems.append(f"only {kinds[kind]} '{kind}' questions; at least {least} needed")
     return problems
@@ -314,10 +385,10 @@ def _read_json(path: Path) -> Any:
         raise CorpusError(str(path), [f"cannot read JSON: {exc}"]) from exc
 
 
-def read_persona(path: Path) -> Persona:
+def read_persona(path: Path, corpus: str | None = None) -> Persona:
     """The persona in ``path``, or ``CorpusError`` listing every problem."""
     data = _read_json(path)
-    problems = validate_persona(data, stem=path.stem)
+    problems = validate_persona(data, stem=path.stem, corpus=corpus)
     if problems:
         raise CorpusError(str(path), problems)
     memories = [
@@ -331,10 +402,18 @@ def read_persona(path: Path) -> Persona:
         for m in data["memories"]
     ]
     questions = [
-        Question(id=q["id"], question=q["question"], targets=list(q["targets"]), kind=q["kind"])
+        Question(
+            id=q["id"],
+            question=q["question"],
+            targets=list(q["targets"]),
+            kind=q["kind"],
+            match=q.get("match", "any"),
+            split=q.get("split") or split_of(q["id"]),
+        )
         for q in data["questions"]
     ]
     return Persona(
+        corpus=data.get("corpus", DEFAULT_CORPUS),
         persona=data["persona"],
         display_name=data["display_name"],
         description=data["description"],
@@ -355,22 +434,41 @@ def read_catalog(path: Path) -> list[CatalogDocument]:
     ]
 
 
+def split_of(question_id: str) -> str:
+    """The split of a question that names none (the persona corpus): ``dev`` or ``test`` from
+    a hash of its id, fixed and blind to what it asks."""
+    digest = hashlib.sha1(question_id.encode()).hexdigest()  # noqa: S324
+    return "dev" if int(digest, 16) % 2 == 0 else "test"
+
+
 def persona_files(directory: Path = CORPUS_DIR) -> list[Path]:
     return sorted(p for p in directory.glob("*.json") if p.name != CATALOG_FILE)
 
 
+def corpus_files(directory: Path = CORPUS_DIR, corpus: str = DEFAULT_CORPUS) -> list[Path]:
+    """The persona files of ``corpus`` under ``directory`` (top level: ``personas``)."""
+    return persona_files(directory if corpus == DEFAULT_CORPUS else directory / corpus)
+
+
 def read_corpus(
-    directory: Path = CORPUS_DIR, personas: Iterable[str] | None = None
+    directory: Path = CORPUS_DIR,
+    personas: Iterable[str] | None = None,
+    corpora: Iterable[str] | None = None,
 ) -> tuple[list[Persona], list[CatalogDocument]]:
-    """The chosen personas (all files in ``directory`` by default) and the catalog."""
-    files = {p.stem: p for p in persona_files(directory)}
+    """The chosen personas and the catalog. ``corpora`` (default: ``personas`` only) picks
+    the corpora; ``personas`` picks files by name among them."""
+    chosen_corpora = list(corpora) if corpora is not None else [DEFAULT_CORPUS]
+    unknown = [c for c in chosen_corpora if c not in CORPORA]
+    if unknown:
+        raise CorpusError(str(directory), [f"no corpus {name!r}" for name in unknown])
+    files = {p.stem: (p, c) for c in chosen_corpora for p in corpus_files(directory, c)}
     chosen = list(personas) if personas is not None else sorted(files)
     missing = [name for name in chosen if name not in files]
     if missing:
         raise CorpusError(str(directory), [f"no persona file {name}.json" for name in missing])
     catalog_path = directory / CATALOG_FILE
     catalog = read_catalog(catalog_path) if catalog_path.exists() else []
-    return [read_persona(files[name]) for name in chosen], catalog
+    return [read_persona(*files[name]) for name in chosen], catalog
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -533,6 +631,7 @@ def _imported(memory: Memory, ids: dict[str, str]) -> Any:
             source="turn",
             session_id=str(raw["session"]),
             agent="eval",
+            metadata={"speaker": raw["speaker"]} if raw.get("speaker") else {},
         )
     if memory.type == "semantic":
         return ImportedMemory(

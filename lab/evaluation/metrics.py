@@ -18,6 +18,32 @@ def first_hit_rank(ranked_keys: Sequence[str | None], targets: Iterable[str]) ->
     return None
 
 
+Rank = int | None | list[int | None]
+"""A question's result: the rank of its first hit (any target counts), or, for a question
+whose targets are all evidence (``match: all``), the rank of each target."""
+
+
+def evidence_ranks(ranked_keys: Sequence[str | None], targets: Iterable[str]) -> list[int | None]:
+    """The 1-based rank of each target (None: not returned)."""
+    where = {key: n for n, key in enumerate(ranked_keys, start=1) if key is not None}
+    return [where.get(t) for t in dict.fromkeys(targets)]
+
+
+def found(rank: Rank, k: int) -> float:
+    """How much of a question is answered in the top ``k``: 1 or 0 for a first-hit rank, the
+    share of its evidence for a list of ranks."""
+    if isinstance(rank, list):
+        return sum(1 for r in rank if r is not None and r <= k) / len(rank) if rank else 0.0
+    return 1.0 if rank is not None and rank <= k else 0.0
+
+
+def first(rank: Rank) -> int | None:
+    if isinstance(rank, list):
+        present = [r for r in rank if r is not None]
+        return min(present) if present else None
+    return rank
+
+
 @dataclass(frozen=True)
 class Scores:
     n: int
@@ -30,17 +56,19 @@ class Scores:
         return {"n": self.n, "r@1": self.r1, "r@5": self.r5, "r@10": self.r10, "mrr": self.mrr}
 
 
-def scores(ranks: Sequence[int | None]) -> Scores:
-    """R@1/5/10 (share of questions whose first hit ranks within k) and MRR (mean of 1/rank,
-    0 for a miss), rounded to 4 places."""
+def scores(ranks: Sequence[Rank]) -> Scores:
+    """R@1/5/10 (mean over questions of ``found``: whether the first hit ranks within k, or
+    the share of the evidence that does) and MRR (mean of 1/first rank, 0 for a miss),
+    rounded to 4 places."""
     n = len(ranks)
     if n == 0:
         return Scores(0, 0.0, 0.0, 0.0, 0.0)
 
     def at(k: int) -> float:
-        return round(sum(1 for r in ranks if r is not None and r <= k) / n, 4)
+        return round(sum(found(r, k) for r in ranks) / n, 4)
 
-    mrr = round(sum(1.0 / r for r in ranks if r is not None) / n, 4)
+    firsts = [first(r) for r in ranks]
+    mrr = round(sum(1.0 / r for r in firsts if r is not None) / n, 4)
     return Scores(n=n, r1=at(1), r5=at(5), r10=at(10), mrr=mrr)
 
 
@@ -69,11 +97,12 @@ def mcnemar_exact(better: int, worse: int) -> float:
     return round(min(1.0, 2 * tail), 4)
 
 
-def paired(full: Sequence[int | None], other: Sequence[int | None], k: int) -> Paired:
-    """Compare two runs over the same questions (same order) at cut-off ``k``."""
+def paired(full: Sequence[Rank], other: Sequence[Rank], k: int) -> Paired:
+    """Compare two runs over the same questions (same order) at cut-off ``k`` (a question
+    with several evidence targets counts as found when all of them are)."""
 
-    def hit(rank: int | None) -> bool:
-        return rank is not None and rank <= k
+    def hit(rank: Rank) -> bool:
+        return found(rank, k) >= 1.0
 
     better = sum(1 for a, b in zip(full, other, strict=True) if hit(a) and not hit(b))
     worse = sum(1 for a, b in zip(full, other, strict=True) if hit(b) and not hit(a))

@@ -67,6 +67,7 @@ def overlap_report(personas: Sequence[Any], *, worst: int = 5) -> dict[str, Any]
     """Per persona: mean / median / max overlap and the ``worst`` (highest) questions."""
     out: dict[str, Any] = {}
     everything: list[float] = []
+    grouped: dict[str, dict[str, list[float]]] = {}
     for persona in personas:
         texts = persona.by_key
         rows = []
@@ -77,6 +78,11 @@ def overlap_report(personas: Sequence[Any], *, worst: int = 5) -> dict[str, Any]
             )
         values = [r["overlap"] for r in rows]
         everything.extend(values)
+        corpus = getattr(persona, "corpus", "personas")
+        for r in rows:
+            kinds = grouped.setdefault(corpus, {})
+            kinds.setdefault(r["kind"], []).append(r["overlap"])
+            kinds.setdefault("all", []).append(r["overlap"])
         rows.sort(key=lambda r: (-r["overlap"], r["id"]))
         out[persona.persona] = {
             **summary(values),
@@ -84,7 +90,11 @@ def overlap_report(personas: Sequence[Any], *, worst: int = 5) -> dict[str, Any]
             "worst": rows[:worst],
             "per_question": {r["id"]: r["overlap"] for r in rows},
         }
-    return {"overall": summary(everything), "personas": out}
+    corpora = {
+        corpus: {kind: {**summary(v), "n": len(v)} for kind, v in sorted(kinds.items())}
+        for corpus, kinds in sorted(grouped.items())
+    }
+    return {"overall": summary(everything), "personas": out, "corpora": corpora}
 
 
 def _searchable(raw: dict[str, Any]) -> str:

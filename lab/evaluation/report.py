@@ -21,11 +21,18 @@ def tables(report: dict[str, Any]) -> list[str]:
     full = report["ablations"]["full"]
     out.append("full pipeline")
     out.append(_line("overall", full["overall"]))
-    for title in ("per_persona", "per_type", "per_kind"):
+    for title in ("per_corpus", "per_corpus_kind", "per_persona", "per_type", "per_kind"):
         out.append(title.replace("_", " "))
         out.extend(_line(name, s) for name, s in full[title].items())
     out.append("ablations (overall)")
     out.extend(_line(name, a["overall"]) for name, a in report["ablations"].items())
+    corpora = list(full.get("per_corpus", {}))
+    if len(corpora) > 1:
+        for corpus in corpora:
+            out.append(f"ablations ({corpus})")
+            out.extend(
+                _line(name, a["per_corpus"][corpus]) for name, a in report["ablations"].items()
+            )
     versus = report.get("versus_full") or {}
     if versus:
         out.append("full vs each ablation: questions only full finds +, only the ablation -, (p)")
@@ -43,6 +50,9 @@ def tables(report: dict[str, Any]) -> list[str]:
 def overlap_tables(overlap: dict[str, Any]) -> list[str]:
     o = overlap["overall"]
     out = [f"question/target lexical overlap: mean {o['mean']} median {o['median']} max {o['max']}"]
+    for corpus, kinds in overlap.get("corpora", {}).items():
+        cells = "  ".join(f"{k} n={v['n']} mean {v['mean']:.2f}" for k, v in kinds.items())
+        out.append(f"  corpus {corpus}: {cells}")
     for name, p in overlap["personas"].items():
         out.append(
             f"  {name:<16} n={p['n']:>3} mean {p['mean']:.3f} median {p['median']:.3f} "
@@ -69,10 +79,13 @@ def plot(report: dict[str, Any], path: str) -> None:
     full = report["ablations"]["full"]
     panels: list[tuple[str, dict[str, Any]]] = [
         ("ablations", {n: a["overall"] for n, a in report["ablations"].items()}),
-        ("full pipeline per memory type", full["per_type"]),
-        ("full pipeline per question kind", full["per_kind"]),
+        ("full pipeline per corpus", full.get("per_corpus") or {"all": full["overall"]}),
+        (
+            "full pipeline per corpus / question kind",
+            full.get("per_corpus_kind") or full["per_kind"],
+        ),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    fig, axes = plt.subplots(1, 3, figsize=(20, 5.2), gridspec_kw={"width_ratios": [3, 1.4, 4]})
     for ax, (title, groups) in zip(axes, panels, strict=True):
         names = list(groups)
         width = 0.8 / len(metrics)

@@ -8,6 +8,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from lab.evaluation.corpus import (
@@ -18,7 +19,7 @@ from lab.evaluation.corpus import (
     Persona,
     Question,
 )
-from lab.evaluation.metrics import KS, first_hit_rank, paired, scores
+from lab.evaluation.metrics import KS, evidence_ranks, first_hit_rank, paired, scores
 from memory.plans import DEFAULT_PLAN, RecallPlan
 
 K = 10
@@ -44,12 +45,20 @@ ABLATIONS = (
     # rank constant went to 5 (docs/recall-quality.md, session 4).
     Ablation("confidence_weight", RecallPlan(lexical_weight="confidence")),
     Ablation("no_succession", RecallPlan(succession=False)),  # superseded hits not credited
+    # The defaults before the rule across corpora (docs/recall-quality.md, issue 21).
+    Ablation("lexical_weight_0_5", RecallPlan(lexical_weight=0.5)),
+    Ablation("clock_anchor", RecallPlan(time_anchor="clock")),  # time words read off the clock
 )
 
 
-def select_questions(questions: Sequence[Question], limit: int | None) -> list[Question]:
-    """All questions, or ``limit`` of them: a fixed, kind-balanced subset (round robin over the
-    kinds, each kind in a hash order of its ids) so CI runs see every kind."""
+def select_questions(
+    questions: Sequence[Question], limit: int | None, split: str | None = None
+) -> list[Question]:
+    """All questions (of ``split``, when given), or ``limit`` of them: a fixed, kind-balanced
+    subset (round robin over the kinds, each kind in a hash order of its ids) so CI runs see
+    every kind."""
+    if split is not None:
+        questions = [q for q in questions if q.split == split]
     if limit is None or limit >= len(questions):
         return list(questions)
     by_kind: dict[str, list[Question]] = defaultdict(list)
@@ -80,7 +89,13 @@ def leaks_in(hits: Sequence[Any], asker: Any) -> list[str]:
     ]
 
 
-def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> Any:
+def _recall(
+    user: Any,
+    question: str,
+    persona: Persona,
+    ablation: Ablation,
+    offset: timedelta = timedelta(0),
+) -> Any:
     from memory.services.recall import memory_recall
 
     return memory_recall(
@@ -89,7 +104,7 @@ def _recall(user: Any, question: str, persona: Persona, ablation: Ablation) -> A
         k=K,
         plan=ablation.plan,
         track_usage=False,
-        now=persona.now,
+        now=persona.now + offset,
     )
 
 
@@ -100,14 +115,18 @@ def evaluate(
     limit_questions: int | None = None,
     ablations: Sequence[Ablation] = ABLATIONS,
     reranker_configured: bool = False,
+    split: str | None = None,
+    clock_offset_days: int = 0,
 ) -> dict[str, Any]:
-    """Every figure of the run as a JSON-able dict (see ``docs/recall-quality.md``)."""
+    """Every figure of the run as a JSON-able dict (see ``docs/recall-quality.md``).
+    ``clock_offset_days``: ask that many days after each corpus's ``now``."""
+    offset = timedelta(days=clock_offset_days)
     catalog_keys = {v: k for k, v in run.catalog_ids.items()}
     rows: list[dict[str, Any]] = []
     by_id: dict[str, dict[str, Any]] = {}
     leaks: list[dict[str, Any]] = []
     timings: dict[str, Any] = {}
-    asked = {p.persona: select_questions(p.questions, limit_questions) for p in personas}
+    asked = {p.persona: select_questions(p.questions, limit_questions, split) for p in personas}
     for ablation in ablations:
         if ablation.name == "no_rerank" and not reranker_configured:
             continue  # identical to full: filled in from it below
@@ -116,13 +135,16 @@ def evaluate(
             loaded = run.users[persona.persona]
             names = {**catalog_keys, **loaded.id_to_key}
             for q in asked[persona.persona]:
-                result = _recall(loaded.user, q.question, persona, ablation)
+                result = _recall(loaded.user, q.question, persona, ablation, offset)
                 count += 1
                 keys = [names.get(h.doc.id) for h in result.hits]
                 row = by_id.get(q.id)
                 if row is None:
                     row = by_id[q.id] = {
                         "id": q.id,
+                        "corpus": persona.corpus,
+                        "split": q.split,
+                        "match": q.match,
                         "persona": persona.persona,
                         "kind": q.kind,
                         "type": target_type(q),
@@ -133,7 +155,11 @@ def evaluate(
                         "ranks": {},
                     }
                     rows.append(row)
-                row["ranks"][ablation.name] = first_hit_rank(keys, q.targets)
+                row["ranks"][ablation.name] = (
+                    evidence_ranks(keys, q.targets)
+                    if q.match == "all"
+                    else first_hit_rank(keys, q.targets)
+                )
                 for leaked in leaks_in(result.hits, loaded.user):
                     leaks.append(
                         {"probe": "own", "question": q.id, "asker": persona.persona, "doc": leaked}
@@ -173,6 +199,8 @@ def _group(rows: Sequence[dict[str, Any]], ablation: str) -> dict[str, Any]:
 
     return {
         "overall": scores([r["ranks"][ablation] for r in rows]).as_dict(),
+        "per_corpus": of(lambda r: r["corpus"]),
+        "per_corpus_kind": of(lambda r: f"{r['corpus']}/{r['kind']}"),
         "per_persona": of(lambda r: r["persona"]),
         "per_type": of(lambda r: r["type"]),
         "per_kind": of(lambda r: r["kind"]),

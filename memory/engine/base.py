@@ -115,6 +115,12 @@ class MemoryBackend(ABC):
         by that score, ranks 1-based."""
 
     @abstractmethod
+    def newest_timestamp(self, scope: ReadScope) -> datetime | None:
+        """The latest ``timestamp`` among the scope's own episodes and facts (never the
+        catalog), or None when it has none: what "recently" means for a history that ended
+        before the clock did."""
+
+    @abstractmethod
     def scan(
         self,
         scope: ReadScope,

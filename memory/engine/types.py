@@ -141,8 +141,8 @@ class ReadScope:
 class Ranking:
     """Per-leg ranking signals (tenant-tunable)."""
 
-    decay_offset_days: float = 180.0
-    decay_scale_days: float = 1825.0
+    decay_offset_days: float = 365.0  # the tenant model's defaults
+    decay_scale_days: float = 3650.0
     decay: float = 0.5
     use_count_weight: float = 0.2
     catalog_prior: float = 0.85

@@ -23,6 +23,7 @@ from memory.services.common import (
     new_id,
     store_errors,
 )
+from memory.services.turn_context import previous_turns, turn_embedding_text
 from memory.services.writes import FACT_TYPES, _clean_steps, embedding_text
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -146,7 +147,12 @@ def memory_import(*, user: User, memories: Sequence[ImportedMemory]) -> list[Mem
     docs = [_doc(user, item, n) for n, item in enumerate(memories, start=1)]
     if not docs:
         return []
-    texts = [embedding_text(d.memory_type, d.text, name=d.name, trigger=d.trigger) for d in docs]
+    texts = [
+        turn_embedding_text(d, previous)
+        if d.memory_type == "episodic"
+        else embedding_text(d.memory_type, d.text, name=d.name, trigger=d.trigger)
+        for d, previous in zip(docs, previous_turns(docs), strict=True)
+    ]
     with store_errors():
         vectors = embedder().embed(texts)
         for doc, vector in zip(docs, vectors, strict=True):

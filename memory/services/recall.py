@@ -6,7 +6,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
@@ -17,6 +17,7 @@ from memory.engine.types import (
     LegQuery,
     MemoryDoc,
     MemoryType,
+    Ranking,
     ReadScope,
     RecallFilter,
 )
@@ -113,7 +114,7 @@ def memory_recall(
     scope = user_read_scope(user)
     moment = now or clock_now()
     types = _types(memory_types)
-    window = parse_time_window(query, moment) if plan.time_hints and not (since or until) else None
+    anchor_mode = plan.time_anchor or settings.ATLAS_RECALL_TIME_ANCHOR
     # Not within an explicit time range: the successor may lie outside it.
     credit = plan.succession and not include_superseded and since is None and until is None
     started = time.perf_counter()
@@ -124,6 +125,10 @@ def memory_recall(
         elif vector is None:
             vector = embedder().embed_query(query)
         timings["embed_ms"] = _since(started)
+        anchor = _time_anchor(scope, moment) if anchor_mode == "history" else moment
+        window = (
+            parse_time_window(query, anchor) if plan.time_hints and not (since or until) else None
+        )
         leg_query = LegQuery(
             text=query,
             vector=vector,
@@ -134,9 +139,9 @@ def memory_recall(
                 since=since,
                 until=until,
             ),
-            ranking=tenant_ranking(user.tenant, apply_decay=plan.decay),
-            now=moment,
-            size=settings.ATLAS_RECALL_CANDIDATES,
+            ranking=_ranking(user, plan),
+            now=anchor,
+            size=plan.candidates or settings.ATLAS_RECALL_CANDIDATES,
             lexical="lexical" in legs,
             dense="dense" in legs,
         )
@@ -147,7 +152,14 @@ def memory_recall(
             "dense": results.dense,
         }
         if window is not None:
-            windowed = backend().recall_legs(scope, _windowed(leg_query, window))
+            window_decay = (
+                settings.ATLAS_RECALL_WINDOW_DECAY
+                if plan.window_decay is None
+                else plan.window_decay
+            )
+            windowed = backend().recall_legs(
+                scope, _windowed(leg_query, window, decay=window_decay)
+            )
             fusion_legs.update(lexical_time=windowed.lexical, dense_time=windowed.dense)
         timings["legs_ms"] = _since(mark)
     mark = time.perf_counter()
@@ -162,7 +174,12 @@ def memory_recall(
         for leg in ("lexical", "lexical_time")
         if leg in fusion_legs
     }
-    fused = [f for f in rrf(fusion_legs, weights=weights) if f.id not in excluded]
+    constant = (
+        settings.ATLAS_RECALL_RANK_CONSTANT if plan.rank_constant is None else plan.rank_constant
+    )
+    fused = [
+        f for f in rrf(fusion_legs, weights=weights, rank_constant=constant) if f.id not in excluded
+    ]
     timings["fuse_ms"] = _since(mark)
     reranker = default_reranker() if plan.rerank else None
     mark = time.perf_counter()
@@ -225,12 +242,43 @@ def _with_docs(
     return pairs
 
 
-def _windowed(leg_query: LegQuery, window: TimeWindow) -> LegQuery:
+# A history whose newest memory is older than this is read as of that memory, not the clock.
+ANCHOR_GAP = timedelta(days=14)
+
+
+def _time_anchor(scope: ReadScope, moment: datetime) -> datetime:
+    """The instant time words and decay are read against: ``moment`` (the clock), or, when
+    the user's newest episode or fact is more than ``ANCHOR_GAP`` older (a history imported
+    with its own dates, a conversation that ended), the end of that newest memory's day:
+    "in May" and "recently" then mean that history's May and its last weeks, and decay ranks
+    its memories by age within it instead of burying all of them alike."""
+    newest = backend().newest_timestamp(scope)
+    if newest is None or moment - newest <= ANCHOR_GAP:
+        return moment
+    return min(moment, newest.replace(hour=23, minute=59, second=59, microsecond=0))
+
+
+def _ranking(user: User, plan: RecallPlan) -> Ranking:
+    """The tenant's ranking signals, with the plan's decay overrides."""
+    ranking = tenant_ranking(user.tenant, apply_decay=plan.decay)
+    if plan.decay_offset_days is not None:
+        ranking = dataclasses.replace(ranking, decay_offset_days=float(plan.decay_offset_days))
+    if plan.decay_scale_days is not None:
+        ranking = dataclasses.replace(ranking, decay_scale_days=float(plan.decay_scale_days))
+    return ranking
+
+
+def _windowed(leg_query: LegQuery, window: TimeWindow, *, decay: bool = True) -> LegQuery:
     """The same legs restricted to the window (personal memories only: the catalog is
-    timeless)."""
+    timeless). Without ``decay``, the window's memories rank by match alone: the question
+    asked about that time, so their age is no reason to rank them lower."""
     flt = leg_query.filter
+    ranking = leg_query.ranking
+    if not decay and ranking.apply_decay:
+        ranking = dataclasses.replace(ranking, apply_decay=False)
     return dataclasses.replace(
         leg_query,
+        ranking=ranking,
         filter=dataclasses.replace(
             flt, include_catalog=False, since=window.start, until=window.end
         ),

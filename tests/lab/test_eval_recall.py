@@ -263,3 +263,30 @@ def test_each_ablation_is_compared_with_full_question_by_question() -> None:
     lexical = {c["k"]: (c["better"], c["worse"]) for c in versus["lexical_only"]}
     assert lexical == {1: (1, 0), 5: (2, 0), 10: (2, 1)}
     assert _versus_full(rows, ["dense_only"]) == {}
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_eval_recall_gates_each_new_corpus_on_elasticsearch(es: Any, tmp_path: Path) -> None:
+    """The conversations and agent-work corpora on a small fixed subset (8 questions per
+    persona, every kind), with a gate per corpus and leaks = 0 (docs/recall-quality.md)."""
+    out = tmp_path / "eval.json"
+    call_command(
+        "eval_recall",
+        backend="elasticsearch",
+        corpora="conversations,agent_work",
+        limit_questions=8,
+        ablations="full",
+        json_path=str(out),
+        gate_r10=0.0,
+        gate_r5=0.0,
+        corpus_gates=CORPUS_GATES,
+    )  # a gate failure exits non-zero (SystemExit), failing the test
+    report = json.loads(out.read_text())
+    full = report["ablations"]["full"]
+    assert report["leakage"]["leaks"] == 0
+    assert report["leakage"]["probes"] == 8 * 4 * 4  # 4 personas, each asked by all 4
+    assert set(full["per_corpus"]) == {"conversations", "agent_work"}
+    assert {k.split("/")[0] for k in full["per_corpus_kind"]} == {"conversations", "agent_work"}
+    for corpus, gate in (part.split("=") for part in CORPUS_GATES.split(",")):
+        assert full["per_corpus"][corpus]["r@10"] >= float(gate)

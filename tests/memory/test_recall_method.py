@@ -115,3 +115,25 @@ def test_a_playbook_is_embedded_with_its_name_and_trigger() -> None:
         "procedural", "Flip the breaker back.", name="Reset the fuse", trigger="power is out"
     ) == ("Reset the fuse. power is out. Flip the breaker back.")
     assert embedding_text("procedural", "Flip it.", name=None, trigger=" ") == "Flip it."
+
+
+def test_the_plan_knobs_are_checked_and_reach_the_legs() -> None:
+    from datetime import timedelta
+
+    from atlas_platform.exceptions import ValidationError
+    from memory.engine.types import LegQuery, Ranking, RecallFilter
+    from memory.query import TimeWindow
+    from memory.services.recall import _windowed
+
+    with pytest.raises(ValidationError):
+        RecallPlan(rank_constant=-1)
+    with pytest.raises(ValidationError):
+        RecallPlan(candidates=0)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    query = LegQuery(text="q", vector=None, filter=RecallFilter(), ranking=Ranking(), now=now)
+    window = TimeWindow(start=now - timedelta(days=30), end=now, phrase="last month")
+    decayed = _windowed(query, window)
+    undecayed = _windowed(query, window, decay=False)
+    assert decayed.ranking.apply_decay and not undecayed.ranking.apply_decay
+    assert undecayed.filter.since == window.start and not undecayed.filter.include_catalog
+    assert query.ranking.apply_decay  # the main legs keep their decay

@@ -25,7 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from lab.evaluation.corpus import CORPUS_DIR, CorpusError, read_corpus
+from lab.evaluation.corpus import CORPORA, CORPUS_DIR, CorpusError, read_corpus
 from lab.evaluation.overlap import overlap_report
 from lab.evaluation.report import overlap_tables, plot, tables
 from lab.evaluation.runner import ABLATIONS
@@ -42,11 +42,31 @@ class Command(BaseCommand):
         parser.add_argument("--backend", choices=["embedded", "elasticsearch", "es"])
         parser.add_argument("--personas", default="", help="comma-separated (default: all)")
         parser.add_argument("--corpus", default=str(CORPUS_DIR), help="corpus directory")
+        parser.add_argument(
+            "--corpora",
+            default="personas",
+            help=f"comma-separated subset of {', '.join(CORPORA)}, or 'all' (default: personas)",
+        )
+        parser.add_argument(
+            "--split", choices=["dev", "test", "all"], default="all", help="questions to ask"
+        )
+        parser.add_argument(
+            "--corpus-gates",
+            default="",
+            help="per-corpus R@10 gates, e.g. conversations=0.6,agent_work=0.8",
+        )
         parser.add_argument("--limit-questions", type=int, default=None, help="per persona")
         parser.add_argument(
             "--ablations",
             default="",
             help=f"comma-separated subset of {', '.join(a.name for a in ABLATIONS)} (default: all)",
+        )
+        parser.add_argument(
+            "--clock-offset-days",
+            type=int,
+            default=0,
+            help="ask each question this many days after the corpus's now (a server clock "
+            "that has moved on since the history was recorded)",
         )
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--plot", dest="plot_path", default="")
@@ -63,8 +83,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         names = [n.strip() for n in options["personas"].split(",") if n.strip()] or None
+        corpora = [c.strip() for c in options["corpora"].split(",") if c.strip()]
+        if corpora == ["all"]:
+            corpora = list(CORPORA)
+        options["corpus_gate_map"] = _corpus_gates(options["corpus_gates"])
         try:
-            personas, catalog = read_corpus(Path(options["corpus"]), names)
+            personas, catalog = read_corpus(Path(options["corpus"]), names, corpora)
         except CorpusError as exc:
             raise CommandError(str(exc)) from exc
         if not personas:
@@ -105,6 +129,7 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
             self._write([f"wrote {options['plot_path']}"])
         code = self._gate(report, options["gate_r10"], options["gate_r5"])
+        code = code or self._corpus_gate(report, options["corpus_gate_map"])
         if code:
             sys.exit(code)
 
@@ -132,6 +157,8 @@ class Command(BaseCommand):
             limit_questions=options["limit_questions"],
             ablations=options["ablation_list"],
             reranker_configured=settings.ATLAS_RERANKER != "none",
+            split=None if options["split"] == "all" else options["split"],
+            clock_offset_days=options["clock_offset_days"],
         )
         report["config"] = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
@@ -144,8 +171,13 @@ class Command(BaseCommand):
                 if settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
                 else "filter"  # the embedded backend filters in-process
             ),
+            "split": options["split"],
+            "clock_offset_days": options["clock_offset_days"],
+            "time_anchor": settings.ATLAS_RECALL_TIME_ANCHOR,
+            "turn_context": settings.ATLAS_TURN_CONTEXT,
             "personas": {
                 p.persona: {
+                    "corpus": p.corpus,
                     "memories": len(p.memories),
                     "questions": len(p.questions),
                     "now": p.now.isoformat(),
@@ -212,9 +244,33 @@ class Command(BaseCommand):
         self._write([f"gates passed (R@10 >= {gate_r10}, R@5 >= {gate_r5}, no leaks)"])
         return 0
 
+    def _corpus_gate(self, report: dict[str, Any], gates: dict[str, float]) -> int:
+        per_corpus = report["ablations"]["full"].get("per_corpus", {})
+        for corpus, gate in gates.items():
+            measured = per_corpus.get(corpus, {}).get("r@10")
+            if measured is None or measured < gate:
+                self.stderr.write(f"FAIL: {corpus} R@10 {measured} under the gate {gate}")
+                return EXIT_R10
+        if gates:
+            self._write([f"corpus gates passed: {gates}"])
+        return 0
+
     def _write(self, lines: list[str]) -> None:
         for line in lines:
             self.stdout.write(line)
+
+
+def _corpus_gates(text: str) -> dict[str, float]:
+    gates: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.partition("=")
+        try:
+            gates[name.strip()] = float(value)
+        except ValueError as exc:
+            raise CommandError(f"Bad corpus gate {part!r} (use name=0.8).") from exc
+        if name.strip() not in CORPORA:
+            raise CommandError(f"Unknown corpus in --corpus-gates: {name.strip()!r}.")
+    return gates
 
 
 def _embedder_name() -> str:

@@ -130,6 +130,9 @@ class ElasticsearchBackend(MemoryBackend):
             created_to=created_to,
         )
 
+    def newest_timestamp(self, scope: ReadScope) -> datetime | None:
+        return reads.newest_timestamp(self._conn, scope)
+
     def count(self, scope: ReadScope) -> dict[str, int]:
         return reads.count(self._conn, scope)
 

@@ -140,6 +140,24 @@ def scan(
     return [MemoryDoc.from_source(h["_source"]) for h in hits]
 
 
+def newest_timestamp(conn: Connection, scope: ReadScope) -> datetime | None:
+    body: Json = {
+        "size": 0,
+        "query": {
+            "bool": {
+                "filter": [
+                    *scope_filter(scope),
+                    {"terms": {"memory_type": ["episodic", "semantic"]}},
+                ]
+            }
+        },
+        "aggs": {"newest": {"max": {"field": "timestamp"}}},
+    }
+    response = conn.search(scope, scope_routing(scope), body)
+    value = response["aggregations"]["newest"].get("value_as_string")
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
 def count(conn: Connection, scope: ReadScope) -> dict[str, int]:
     body: Json = {
         "size": 0,

@@ -193,6 +193,16 @@ class EmbeddedBackend(MemoryBackend):
             ).fetchall()
         return [decode(source) for (source,) in rows]
 
+    def newest_timestamp(self, scope: ReadScope) -> datetime | None:
+        with self._store.transaction() as conn:
+            (latest,) = conn.execute(
+                "SELECT max(timestamp) FROM memories"
+                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                " AND memory_type IN ('episodic', 'semantic')",
+                (json.dumps(scope_owners(scope)), scope.tenant_id),
+            ).fetchone()
+        return datetime.fromisoformat(latest).replace(tzinfo=UTC) if latest else None
+
     def count(self, scope: ReadScope) -> dict[str, int]:
         with self._store.transaction() as conn:
             rows = conn.execute(

@@ -92,7 +92,7 @@ def test_tenant_update_records_what_changed(acme):
 
     event = AuditEvent.objects.get()
     assert event.action == "tenant.update"
-    assert event.metadata == {"changed": {"decay_offset_days": [180, 90]}}
+    assert event.metadata == {"changed": {"decay_offset_days": [365, 90]}}
 
 
 def test_tenant_update_refuses_fields_that_are_not_tunables(acme):
