@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "consolidation",
     "erasure",
     "agents",
+    "knowledge",
     # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
     *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
 ]
@@ -325,6 +326,13 @@ ATLAS_PRESENCE_IDLE_S = env.int("ATLAS_PRESENCE_IDLE_S", default=120)
 ATLAS_PRESENCE_OFFLINE_S = env.int("ATLAS_PRESENCE_OFFLINE_S", default=900)
 ATLAS_OPERATION_TTL_DAYS = env.int("ATLAS_OPERATION_TTL_DAYS", default=30)
 ATLAS_OPERATION_BATCH_MAX = env.int("ATLAS_OPERATION_BATCH_MAX", default=100)
+# The knowledge graph (knowledge/): tombstones restorable this long; reconcile's mass-deletion
+# guard (a plan deleting more than MAX_COUNT entities, or more than MAX_FRACTION of those under
+# its roots when more than one, is refused unless forced); how long a plan may be applied.
+ATLAS_KNOWLEDGE_RESTORE_DAYS = env.int("ATLAS_KNOWLEDGE_RESTORE_DAYS", default=30)
+ATLAS_RECONCILE_MAX_COUNT = env.int("ATLAS_RECONCILE_MAX_COUNT", default=20)
+ATLAS_RECONCILE_MAX_FRACTION = env.float("ATLAS_RECONCILE_MAX_FRACTION", default=0.10)
+ATLAS_RECONCILE_PLAN_TTL_S = env.int("ATLAS_RECONCILE_PLAN_TTL_S", default=900)
 ATLAS_SESSION_MAX_FILES = env.int("ATLAS_SESSION_MAX_FILES", default=200)
 ATLAS_MESSAGE_MAX_CHARS = env.int("ATLAS_MESSAGE_MAX_CHARS", default=8000)
 

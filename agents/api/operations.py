@@ -92,6 +92,15 @@ KINDS: dict[str, Kind] = {
 }
 
 
+def register_kind(name: str, kind: Kind) -> None:
+    """Add an operation kind of an app above agents (its ``ready()``; agents imports no such
+    app): the batch and the single endpoints' ``Operation-Id`` path then replay it too."""
+    if name in KINDS and KINDS[name] is not kind:
+        raise ValueError(f"Operation kind {name!r} is already registered.")
+    KINDS[name] = kind
+    OperationIn._declared_fields["op"].choices = sorted(KINDS)  # type: ignore[attr-defined]
+
+
 class OperationIn(s.Input):
     id = s._id("The client's operation id (unique per user; a UUID is a good choice).")
     op = serializers.ChoiceField(choices=sorted(KINDS), help_text="What to apply.")
