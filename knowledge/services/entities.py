@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 
 from agents.selectors import own_project
 from agents.services.common import client_id, now
-from atlas_platform.exceptions import AtlasError, NotFound, ValidationError
+from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
 from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import ParsedNote, parse_note
 from memory.services.documents import searchable_delete, searchable_embed, searchable_put
@@ -367,8 +367,7 @@ def entity_restore(*, user: User, project_key: str, key: str) -> Entity:
     return entity
 
 
-class NotRestorable(AtlasError):
-    status_code = 409
+class NotRestorable(Conflict):
     code = "not_restorable"
 
 
