@@ -156,7 +156,7 @@ class HandoffIn(Input):
     narrate = serializers.BooleanField(
         default=False, help_text="Add a narration by the configured chat model (off)."
     )
-    format = serializers.ChoiceField(
+    output = serializers.ChoiceField(
         choices=["json", "markdown"], default="json", help_text="markdown: the brief only."
     )
 

@@ -209,7 +209,7 @@ class HandoffView(UserView):
     )
     def get(self, request: Request, user_id: str) -> Response | HttpResponse:
         """A deterministic, token-budgeted brief for a new session in the project (JSON,
-        or with `format=markdown` the markdown alone, as text/markdown). Unread messages
+        or with `output=markdown` the markdown alone, as text/markdown). Unread messages
         are those of the token's agent, when the token is bound to one."""
         q = parsed(s.HandoffIn, request.GET)
         brief = handoff_build(
@@ -221,7 +221,7 @@ class HandoffView(UserView):
             token_budget=q["token_budget"],
             narrate=q["narrate"],
         )
-        if q["format"] == "markdown":
+        if q["output"] == "markdown":
             return HttpResponse(brief.markdown, content_type="text/markdown; charset=utf-8")
         return Response(s.HandoffOut(brief).data)
 
