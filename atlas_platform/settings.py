@@ -211,6 +211,10 @@ CELERY_BEAT_SCHEDULE = {
     "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
     # Applied client operations of agents (offline replay) past ATLAS_OPERATION_TTL_DAYS.
     "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
+    # Entities written while the memory store was down get their searchable document; tombstones
+    # past ATLAS_KNOWLEDGE_RESTORE_DAYS go.
+    "knowledge-reindex": {"task": "knowledge.reindex", "schedule": 300.0},
+    "knowledge-tombstones-purge": {"task": "knowledge.tombstones_purge", "schedule": 3600.0},
 }
 
 # Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.

@@ -423,3 +423,13 @@ def entities_reindex(*, user: User | None = None, limit: int = 500) -> int:
     for entity in pending.order_by("updated_at")[:limit]:
         done += entity_index(entity=entity)
     return done
+
+
+def tombstones_purge() -> int:
+    """Hard-delete entities tombstoned longer than ``ATLAS_KNOWLEDGE_RESTORE_DAYS`` ago (their
+    revisions and edges go with them; their searchable document went at the tombstone)."""
+    horizon = now() - timedelta(days=settings.ATLAS_KNOWLEDGE_RESTORE_DAYS)
+    gone = Entity.objects.filter(deleted_at__lt=horizon)
+    count = gone.count()
+    gone.delete()
+    return count
