@@ -17,8 +17,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from agents.mcp import call_for_user
-from knowledge.api import serializers as s
 from knowledge import selectors as sel
+from knowledge.api import serializers as s
 from knowledge.services.handoff import handoff_build
 from tenants.models import User
 
@@ -61,7 +61,6 @@ async def graph_search(
     )
 
 
-
 async def graph_related(
     ctx: Context,
     project: Project,
@@ -85,7 +84,6 @@ async def graph_related(
     )
 
 
-
 async def graph_blockers(
     ctx: Context,
     project: Project,
@@ -97,7 +95,6 @@ async def graph_blockers(
         lambda user: sel.graph_blockers(user=user, project_key=project, stale_days=stale_days),
         lambda rows: dict(s.BlockersOut({"results": rows}).data),
     )
-
 
 
 async def graph_diff(
@@ -115,7 +112,6 @@ async def graph_diff(
     )
 
 
-
 async def graph_handoff(
     ctx: Context,
     project: Project,
@@ -131,7 +127,6 @@ async def graph_handoff(
         ),
         lambda brief: dict(s.HandoffOut(brief).data),
     )
-
 
 
 async def entity_get(ctx: Context, project: Project, key: Key) -> CallToolResult:

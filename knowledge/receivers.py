@@ -18,7 +18,7 @@ def erase_user_data(*, user: User, whole_user: bool, **kwargs: Any) -> dict[str,
         "knowledge.reconcile_runs": ReconcileRun.objects.filter(user=user).delete()[0],
         "knowledge.narrations": HandoffNarration.objects.filter(user=user).delete()[0],
     }
-    deleted, per_model = Entity.objects.filter(user=user).delete()
+    _, per_model = Entity.objects.filter(user=user).delete()
     counts["knowledge.entities"] = per_model.get("knowledge.Entity", 0)
     counts["knowledge.revisions"] = per_model.get("knowledge.Revision", 0)
     counts["knowledge.edges"] = per_model.get("knowledge.Edge", 0)

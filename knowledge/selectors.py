@@ -228,8 +228,14 @@ def _blocked(graph: Graph, moment: datetime, stale_days: float) -> list[Blocked]
         ]
         if not open_links and node.status in BLOCKED_STATUSES and node.status_changed_at <= horizon:
             found.append(
-                Blocker(node.key, node.title, node.status, True, node.status_changed_at,
-                        _days(moment - node.status_changed_at))
+                Blocker(
+                    node.key,
+                    node.title,
+                    node.status,
+                    True,
+                    node.status_changed_at,
+                    _days(moment - node.status_changed_at),
+                )
             )
         if found:
             out.append(Blocked(node, found))
@@ -327,7 +333,9 @@ def graph_diff(
             diff.rewritten.append({"key": key, "distance": round(distance, 4)})
     diff.newly_blocked = sorted(new_blocked - old_blocked)
     diff.unblocked = sorted(
-        k for k in old_blocked - new_blocked if k in {keys[i] for i in after if after[i][0] != "deleted"}
+        k
+        for k in old_blocked - new_blocked
+        if k in {keys[i] for i in after if after[i][0] != "deleted"}
     )
     diff.edges_added = [_edge_json(e) for e in sorted(new_edges - old_edges)]
     diff.edges_removed = [_edge_json(e) for e in sorted(old_edges - new_edges)]
@@ -392,4 +400,3 @@ def entities_of(*, user: User, project_key: str) -> QuerySet[Entity]:
     """A readable project's live entities (for the admin and the handoff)."""
     project = readable_project(user=user, key=project_key)
     return Entity.objects.filter(project=project, deleted_at__isnull=True)
-

@@ -99,7 +99,7 @@ def register_kind(name: str, kind: Kind) -> None:
         raise ValueError(f"Operation kind {name!r} is already registered.")
     KINDS[name] = kind
     # Declared fields are copied from their constructor arguments: replace the field itself.
-    OperationIn._declared_fields["op"] = _op_field()  # type: ignore[attr-defined]
+    OperationIn._declared_fields["op"] = _op_field()
 
 
 def _op_field() -> serializers.ChoiceField:

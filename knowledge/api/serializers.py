@@ -195,7 +195,7 @@ class EntityOut(serializers.Serializer[Entity]):
 
 
 class EdgeViewOut(serializers.Serializer[Any]):
-    label = serializers.CharField(help_text="blocked_by, blocks, depends_on, ...")
+    label = serializers.CharField(help_text="blocked_by, blocks, depends_on, ...")  # type: ignore[assignment]
     direction = serializers.CharField(help_text="out | in")
     key = serializers.CharField(help_text="The other end (a key, or the target as written).")
     title = serializers.CharField(allow_null=True, help_text="Its title, if it exists.")
@@ -229,9 +229,7 @@ class ConflictRevisionOut(RevisionOut):
 
 
 class UpsertOut(serializers.Serializer[Any]):
-    outcome = serializers.CharField(
-        help_text="created | updated | unchanged | conflict | restored"
-    )
+    outcome = serializers.CharField(help_text="created | updated | unchanged | conflict | restored")
     entity = EntityOut(help_text="The entity's current version.")
     revision = RevisionOut(allow_null=True, help_text="The revision written, if any.")
     conflict_revision = ConflictRevisionOut(
@@ -256,12 +254,18 @@ class SearchOut(serializers.Serializer[Any]):
 
 class NodeOut(serializers.Serializer[Any]):
     key = serializers.CharField(help_text="Key (or the unresolved target).")
-    title = serializers.CharField(allow_null=True, source="node.title", default=None, help_text="Title.")
-    type = serializers.CharField(allow_null=True, source="node.type", default=None, help_text="Type.")
-    status = serializers.CharField(allow_null=True, source="node.status", default=None, help_text="Status.")
+    title = serializers.CharField(
+        allow_null=True, source="node.title", default=None, help_text="Title."
+    )
+    type = serializers.CharField(
+        allow_null=True, source="node.type", default=None, help_text="Type."
+    )
+    status = serializers.CharField(
+        allow_null=True, source="node.status", default=None, help_text="Status."
+    )
     resolved = serializers.SerializerMethodField(help_text="It exists.")
     depth = serializers.IntegerField(help_text="1 or 2.")
-    label = serializers.CharField(help_text="Seen from `via`: blocked_by, blocks, ...")
+    label = serializers.CharField(help_text="Seen from `via`: blocked_by, blocks, ...")  # type: ignore[assignment]
     direction = serializers.CharField(help_text="out | in")
     via = serializers.CharField(help_text="The key it was reached from.")
 
@@ -270,9 +274,9 @@ class NodeOut(serializers.Serializer[Any]):
 
 
 class GraphEdgeOut(serializers.Serializer[Any]):
-    source = serializers.CharField(help_text="From key.")
+    source = serializers.CharField(help_text="From key.")  # type: ignore[assignment]
     target = serializers.CharField(help_text="To key (or target as written).")
-    label = serializers.CharField(help_text="Label.")
+    label = serializers.CharField(help_text="Label.")  # type: ignore[assignment]
     resolved = serializers.BooleanField(help_text="The target exists.")
 
 

@@ -1,4 +1,4 @@
-"""``/api/v1/users/{user_id}/...`` routes of the knowledge API (included by ``atlas_server.urls``)."""
+"""``/api/v1/users/{user_id}/...`` routes of the knowledge API (``atlas_server.urls``)."""
 
 from django.urls import path, register_converter
 

@@ -280,4 +280,3 @@ class ReconcileRunView(UserView):
     def get(self, request: Request, user_id: str, run_id: str) -> Response:
         """A reconcile plan or receipt of the user."""
         return Response(s.ReconcileRunOut(reconcile_run_get(user=self.subject, run_id=run_id)).data)
-

@@ -160,9 +160,7 @@ def entity_upsert(
     project = own_project(user=user, key=project_key)
     note = parse_note(path=path, content=content)
     if content_hash is not None and content_hash.lower() != note.content_hash:
-        raise ValidationError(
-            "content_hash is not the SHA-256 of content.", code="hash_mismatch"
-        )
+        raise ValidationError("content_hash is not the SHA-256 of content.", code="hash_mismatch")
     machine = client_id(machine_key, field="machine_key") if machine_key else ""
     vector = _vector(searchable_embed(texts=[note.search_text])[0])
     moment = now()

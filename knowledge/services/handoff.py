@@ -138,11 +138,21 @@ def _blockers(project: Any, moment: datetime) -> list[dict[str, Any]]:
 
 
 def _tasks(user: User, project_key: str) -> list[dict[str, Any]]:
-    rows = [t for state in OPEN_TASK_STATES for t in task_list(user=user, state=state, project_key=project_key, limit=20)]
+    rows = [
+        t
+        for state in OPEN_TASK_STATES
+        for t in task_list(user=user, state=state, project_key=project_key, limit=20)
+    ]
     order = {s: n for n, s in enumerate(OPEN_TASK_STATES)}
     rows.sort(key=lambda t: (order[Task.State(t.state)], -t.updated_at.timestamp(), t.pk))
     return [
-        {"id": t.pk, "title": t.title, "state": t.state, "priority": t.priority, "version": t.version}
+        {
+            "id": t.pk,
+            "title": t.title,
+            "state": t.state,
+            "priority": t.priority,
+            "version": t.version,
+        }
         for t in rows
     ]
 
@@ -208,30 +218,35 @@ def _memories(user: User, name: str, titles: list[str]) -> list[dict[str, Any]]:
     counted as the user's use). A store that is down leaves the section empty."""
     query = " ".join([name, *titles])[:1000]
     try:
-        result = memory_recall(user=user, query=query, k=5, include_catalog=False, track_usage=False)
+        result = memory_recall(
+            user=user, query=query, k=5, include_catalog=False, track_usage=False
+        )
     except AtlasError:
         logger.warning("handoff without memories: recall failed")
         return []
     return [
-        {"id": h.doc.id, "type": h.doc.memory_type, "text": h.doc.text[:400]}
-        for h in result.hits
+        {"id": h.doc.id, "type": h.doc.memory_type, "text": h.doc.text[:400]} for h in result.hits
     ]
 
 
 def _line(section: str, item: dict[str, Any]) -> str:
     if section == "active_blockers":
-        return f"- {item['key']} ({item['status'] or 'open'}) blocked by {', '.join(item['blocked_by'])}: {item['title']}"
+        by = ", ".join(item["blocked_by"])
+        return f"- {item['key']} ({item['status'] or 'open'}) blocked by {by}: {item['title']}"
     if section == "open_tasks":
         return f"- #{item['id']} [{item['state']}, {item['priority']}] {item['title']}"
     if section == "unread_messages":
-        return f"- #{item['id']} from {item['from']} ({item['kind']}): {item['subject'] or item['body'][:120]}"
+        about = item["subject"] or item["body"][:120]
+        return f"- #{item['id']} from {item['from']} ({item['kind']}): {about}"
     if section == "last_session_elsewhere":
+        files = ", ".join(item["files"]) or "none"
         return (
             f"- {item['agent']} on {item['machine'] or 'unknown machine'}, started "
-            f"{item['started_at']}, {item['turns']} turns; files: {', '.join(item['files']) or 'none'}"
+            f"{item['started_at']}, {item['turns']} turns; files: {files}"
         )
     if section == "recent_changes":
-        return f"- {item['at'][:16]} {item['kind']} {item['key']} ({item['status'] or '-'}): {item['title']}"
+        what = f"{item['kind']} {item['key']} ({item['status'] or '-'})"
+        return f"- {item['at'][:16]} {what}: {item['title']}"
     return f"- [{item['type']}] {item['text']}"
 
 

@@ -123,9 +123,9 @@ def reconcile_plan(
         )
     moment = now()
     with transaction.atomic():
-        ReconcileRun.objects.filter(
-            project=project, status=ReconcileRun.Status.PLANNED
-        ).update(status=ReconcileRun.Status.SUPERSEDED)
+        ReconcileRun.objects.filter(project=project, status=ReconcileRun.Status.PLANNED).update(
+            status=ReconcileRun.Status.SUPERSEDED
+        )
         run = ReconcileRun.objects.create(
             user=user,
             project=project,
@@ -192,9 +192,7 @@ def reconcile_apply(*, user: User, plan_id: str, manifest_hash: str) -> Reconcil
             .order_by("key")
         )
         changed = [
-            e.key
-            for e in rows
-            if e.deleted_at is not None or e.version != wanted[e.pk]["version"]
+            e.key for e in rows if e.deleted_at is not None or e.version != wanted[e.pk]["version"]
         ]
         if changed or len(rows) != len(wanted):
             raise Conflict(
@@ -223,8 +221,10 @@ def reconcile_apply(*, user: User, plan_id: str, manifest_hash: str) -> Reconcil
 
 def _check_fresh(run: ReconcileRun, manifest_hash: str, moment: Any) -> None:
     if run.status != ReconcileRun.Status.PLANNED:
-        why = "was already applied" if run.status == ReconcileRun.Status.APPLIED else (
-            "was replaced by a newer plan"
+        why = (
+            "was already applied"
+            if run.status == ReconcileRun.Status.APPLIED
+            else ("was replaced by a newer plan")
         )
         raise Conflict(f"This plan {why}: make a new plan.", code="stale_plan")
     if run.expires_at <= moment:

@@ -121,7 +121,9 @@ def searchable_search(
         fused = rrf({"lexical": legs.lexical, "dense": legs.dense})
         docs = {d.id: d for d in backend().get_many(scope, [f.id for f in fused])}
     return [
-        SearchableHit(id=f.id, score=round(f.score, 6), rank=n, doc=docs[f.id], leg_ranks=f.leg_ranks)
+        SearchableHit(
+            id=f.id, score=round(f.score, 6), rank=n, doc=docs[f.id], leg_ranks=f.leg_ranks
+        )
         for n, f in enumerate((f for f in fused if f.id in docs), start=1)
     ]
 

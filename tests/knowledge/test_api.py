@@ -12,7 +12,7 @@ from agents.services.projects import project_register
 from knowledge.models import Entity, Revision
 from tenants.models import AuditEvent
 from tests.agents.conftest import bound_token, error_code, register, tenant_token, user_token
-from tests.api.conftest import Api, api, store  # noqa: F401 - the embedded backend, the caller
+from tests.api.conftest import Api
 from tests.knowledge.conftest import fm
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -78,7 +78,9 @@ def test_every_endpoint_refuses_without_a_token(api, alice, endpoint):
 
 
 @pytest.mark.parametrize("endpoint", EVERY, ids=ids)
-def test_another_user_and_another_tenants_user_are_not_found(api, acme, alice, bob, charlie, endpoint):
+def test_another_user_and_another_tenants_user_are_not_found(
+    api, acme, alice, bob, charlie, endpoint
+):
     mine = user_token(alice)
     assert error_code(call(api, endpoint, mine, user="bob")) == "user_not_found"
     assert error_code(call(api, endpoint, tenant_token(acme), user="charlie")) == "user_not_found"
@@ -112,8 +114,13 @@ def test_an_upsert_then_reads_of_the_entity_its_history_and_its_edges(api, store
     got = api.get(f"users/alice/entities/plan-x?project={app.key}", token=bound).json()
     assert got["body"] == "# Plan\n\nBody.\n" and got["front_matter"]["blocked_by"] == ["task-a"]
     assert got["edges"] == [
-        {"label": "blocked_by", "direction": "out", "key": "task-a", "title": None,
-         "resolved": False}
+        {
+            "label": "blocked_by",
+            "direction": "out",
+            "key": "task-a",
+            "title": None,
+            "resolved": False,
+        }
     ]
     again = upsert(api, bound, app, "docs/plan.md", content.replace("Body", "More"), base_version=1)
     assert again.status_code == 200 and again.json()["outcome"] == "updated"
@@ -176,14 +183,36 @@ def test_an_operation_id_applies_an_upsert_once(api, store, app, bound):
 
 def test_entity_upserts_replay_through_the_operations_batch(api, store, app, bound):
     ops = [
-        {"id": "e-1", "op": "entity.upsert",
-         "args": {"project_key": app.key, "path": "a.md", "content": "# A\n"}},
-        {"id": "e-2", "op": "entity.upsert",
-         "args": {"project_key": app.key, "path": "a.md", "content": "# A2\n", "base_version": 1}},
-        {"id": "e-3", "op": "entity.upsert",
-         "args": {"project_key": app.key, "path": "a.md", "content": "# A3\n", "base_version": 1}},
-        {"id": "e-4", "op": "entity.upsert", "args": {"project_key": app.key, "path": "x.txt",
-                                                       "content": ""}},
+        {
+            "id": "e-1",
+            "op": "entity.upsert",
+            "args": {"project_key": app.key, "path": "a.md", "content": "# A\n"},
+        },
+        {
+            "id": "e-2",
+            "op": "entity.upsert",
+            "args": {
+                "project_key": app.key,
+                "path": "a.md",
+                "content": "# A2\n",
+                "base_version": 1,
+            },
+        },
+        {
+            "id": "e-3",
+            "op": "entity.upsert",
+            "args": {
+                "project_key": app.key,
+                "path": "a.md",
+                "content": "# A3\n",
+                "base_version": 1,
+            },
+        },
+        {
+            "id": "e-4",
+            "op": "entity.upsert",
+            "args": {"project_key": app.key, "path": "x.txt", "content": ""},
+        },
         {"id": "e-5", "op": "entity.upsert", "args": {"project_key": app.key, "oops": 1}},
     ]
     first = api.post("users/alice/operations", {"operations": ops}, token=bound).json()["results"]
@@ -192,16 +221,24 @@ def test_entity_upserts_replay_through_the_operations_batch(api, store, app, bou
     again = api.post("users/alice/operations", {"operations": ops[:3]}, token=bound).json()
     assert [r["status"] for r in again["results"]] == ["duplicate"] * 3
     assert list(Revision.objects.order_by("number").values_list("kind", flat=True)) == [
-        "created", "updated", "conflict",
+        "created",
+        "updated",
+        "conflict",
     ]
 
 
 def test_graph_queries_over_rest(api, store, app, bound):
-    upsert(api, bound, app, "a.md", fm(id="a", status="blocked", blocked_by="b",
-                                      body="Invoice PDF rendering is slow.\n"))
+    upsert(
+        api,
+        bound,
+        app,
+        "a.md",
+        fm(id="a", status="blocked", blocked_by="b", body="Invoice PDF rendering is slow.\n"),
+    )
     upsert(api, bound, app, "b.md", fm(id="b", depends_on="a", body="Profile the renderer.\n"))
-    search = api.post("users/alice/graph/search", {"query": "invoice pdf", "project": app.key},
-                      token=bound)
+    search = api.post(
+        "users/alice/graph/search", {"query": "invoice pdf", "project": app.key}, token=bound
+    )
     assert search.status_code == 200 and search.json()["results"][0]["entity"]["key"] == "a"
     related = api.get(f"users/alice/graph/related?project={app.key}&key=a&depth=2", token=bound)
     assert {(n["key"], n["label"]) for n in related.json()["nodes"]} == {("b", "blocked_by")}
@@ -215,8 +252,9 @@ def test_graph_queries_over_rest(api, store, app, bound):
     )
     assert diff.status_code == 200 and diff.json()["created"] == ["a", "b"]
     brief = api.get(f"users/alice/graph/handoff?project={app.key}", token=bound)
-    assert brief.status_code == 200 and "a" in [b["key"] for b in
-                                                 brief.json()["sections"]["active_blockers"]]
+    assert brief.status_code == 200 and "a" in [
+        b["key"] for b in brief.json()["sections"]["active_blockers"]
+    ]
     text = api.get(f"users/alice/graph/handoff?project={app.key}&output=markdown", token=bound)
     assert text["Content-Type"].startswith("text/markdown")
     assert text.content.decode() == brief.json()["markdown"]
@@ -231,17 +269,25 @@ def test_graph_queries_over_rest(api, store, app, bound):
 def test_reconcile_over_rest_refuses_then_plans_applies_and_keeps_a_receipt(api, store, app, bound):
     for n in range(3):
         upsert(api, bound, app, f"docs/{n}.md", f"# Doc {n}\n")
-    empty = api.post("users/alice/graph/reconcile/plan",
-                     {"project_key": app.key, "roots": ["docs"], "files": []}, token=bound)
+    empty = api.post(
+        "users/alice/graph/reconcile/plan",
+        {"project_key": app.key, "roots": ["docs"], "files": []},
+        token=bound,
+    )
     assert empty.status_code == 400 and error_code(empty) == "empty_manifest"
-    many = api.post("users/alice/graph/reconcile/plan",
-                    {"project_key": app.key, "roots": ["docs"], "files": [{"path": "docs/0.md"}]},
-                    token=bound)
+    many = api.post(
+        "users/alice/graph/reconcile/plan",
+        {"project_key": app.key, "roots": ["docs"], "files": [{"path": "docs/0.md"}]},
+        token=bound,
+    )
     assert many.status_code == 422 and error_code(many) == "too_many_deletions"
     plan = api.post(
         "users/alice/graph/reconcile/plan",
-        {"project_key": app.key, "roots": ["docs"],
-         "files": [{"path": "docs/0.md"}, {"path": "docs/1.md"}]},
+        {
+            "project_key": app.key,
+            "roots": ["docs"],
+            "files": [{"path": "docs/0.md"}, {"path": "docs/1.md"}],
+        },
         token=bound,
     ).json()
     assert [c["path"] for c in plan["candidates"]] == ["docs/2.md"]
@@ -259,6 +305,7 @@ def test_reconcile_over_rest_refuses_then_plans_applies_and_keeps_a_receipt(api,
     assert stale.status_code == 409 and error_code(stale) == "stale_plan"
     run = api.get(f"users/alice/graph/reconcile/runs/{plan['plan_id']}", token=bound).json()
     assert run["status"] == "applied" and run["restorable_until"]
-    restored = api.post("users/alice/entities/note:docs-2/restore", {"project_key": app.key},
-                        token=bound)
+    restored = api.post(
+        "users/alice/entities/note:docs-2/restore", {"project_key": app.key}, token=bound
+    )
     assert restored.status_code == 200 and restored.json()["deleted_at"] is None

@@ -76,7 +76,9 @@ def test_front_matter_and_links_make_edges_and_a_removed_key_removes_its_edge(pe
         ("blocked_by", "b"),
         ("depends_on", "c"),
     }
-    kinds = [r.kind for r in entity_revisions(user=people.alice, project_key=project.key, key="plan-x")]
+    kinds = [
+        r.kind for r in entity_revisions(user=people.alice, project_key=project.key, key="plan-x")
+    ]
     assert kinds == ["created", "updated"]
 
 
@@ -159,8 +161,16 @@ def test_a_diff_reports_a_transition_completion_and_rewrite_and_nothing_for_a_qu
     assert all(
         getattr(quiet, name) == []
         for name in (
-            "created", "deleted", "restored", "status_changes", "newly_blocked", "unblocked",
-            "completed", "edges_added", "edges_removed", "rewritten",
+            "created",
+            "deleted",
+            "restored",
+            "status_changes",
+            "newly_blocked",
+            "unblocked",
+            "completed",
+            "edges_added",
+            "edges_removed",
+            "rewritten",
         )
     )
 
@@ -169,10 +179,15 @@ def test_two_machines_writing_from_the_same_base_keep_one_version_and_one_confli
     project = project_of(people.alice)
     note = writer(people.alice, project)
     note("plan.md", fm(id="plan", status="open", body="v1\n"))
-    laptop = note("plan.md", fm(id="plan", status="open", body="laptop edit\n"), base=1,
-                  machine_key="laptop")
-    desktop = note("plan.md", fm(id="plan", status="open", body="desktop edit\n"), base=1,
-                   machine_key="desktop")
+    laptop = note(
+        "plan.md", fm(id="plan", status="open", body="laptop edit\n"), base=1, machine_key="laptop"
+    )
+    desktop = note(
+        "plan.md",
+        fm(id="plan", status="open", body="desktop edit\n"),
+        base=1,
+        machine_key="desktop",
+    )
     assert laptop.outcome == "updated" and desktop.outcome == "conflict"
     entity = Entity.objects.get(project=project, key="plan")
     assert entity.version == 2 and entity.body == "laptop edit\n" and entity.conflicted
@@ -195,14 +210,32 @@ def test_two_machines_writing_from_the_same_base_keep_one_version_and_one_confli
 def test_search_is_hybrid_per_user_and_never_leaks_across_users_tenants_or_into_recall(people):
     alice_project = project_of(people.alice)
     alice = writer(people.alice, alice_project)
-    alice("adr/cache.md", fm(type="decision", status="accepted",
-                             body="We cache the pricing table in Redis with a 5 minute TTL.\n"))
-    alice("adr/queue.md", fm(type="decision", status="proposed",
-                             body="Background jobs move from cron to a Celery queue.\n"))
+    alice(
+        "adr/cache.md",
+        fm(
+            type="decision",
+            status="accepted",
+            body="We cache the pricing table in Redis with a 5 minute TTL.\n",
+        ),
+    )
+    alice(
+        "adr/queue.md",
+        fm(
+            type="decision",
+            status="proposed",
+            body="Background jobs move from cron to a Celery queue.\n",
+        ),
+    )
     for user in (people.bob, people.charlie):
         other = writer(user, project_of(user))
-        other("adr/cache.md", fm(type="decision", status="accepted",
-                                 body="We cache the pricing table in Redis with a 5 minute TTL.\n"))
+        other(
+            "adr/cache.md",
+            fm(
+                type="decision",
+                status="accepted",
+                body="We cache the pricing table in Redis with a 5 minute TTL.\n",
+            ),
+        )
     hits = graph_search(user=people.alice, query="pricing cache redis ttl")
     assert hits and {h.entity.user_id for h in hits} == {people.alice.pk}
     assert hits[0].entity.key == "decision:adr-cache"
@@ -254,8 +287,10 @@ def test_blockers_are_those_whose_blocker_has_not_moved(people, clock):
     clock.advance(days=3)
     found = graph_blockers(user=people.alice, project_key=project.key, stale_days=3)
     assert {b.entity.key for b in found} == {"a", "c", "f"}
-    assert {b.entity.key for b in graph_blockers(user=people.alice, project_key=project.key,
-                                                stale_days=5)} == {"c"}
+    assert {
+        b.entity.key
+        for b in graph_blockers(user=people.alice, project_key=project.key, stale_days=5)
+    } == {"c"}
 
 
 def test_revisions_survive_in_the_searchable_store_only_as_the_current_version(people):

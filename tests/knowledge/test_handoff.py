@@ -16,8 +16,6 @@ from knowledge.services.handoff import handoff_build, tokens
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent
 from tests.agents.conftest import register
-from tests.api.conftest import store  # noqa: F401 - the embedded backend
-from tests.consolidation.conftest import chat, chat_server  # noqa: F401 - the fake chat model
 from tests.knowledge.conftest import fm, project_of, writer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -31,14 +29,15 @@ def work(alice, store):
     note("docs/b.md", fm(id="b", status="open", body="Legal sign-off.\n"))
     laptop, desktop = register(alice), register(alice, "codex")
     presence_heartbeat(agent=desktop, machine_key="desktop")
-    session_start(agent=desktop, session_id="s-desk", project_key=project.key,
-                  machine_key="desktop")
+    session_start(
+        agent=desktop, session_id="s-desk", project_key=project.key, machine_key="desktop"
+    )
     session_touch(agent=desktop, session_id="s-desk", files=["docs/a.md"])
-    task_create(user=alice, agent=desktop, title="Wire the export button",
-                project_key=project.key)
+    task_create(user=alice, agent=desktop, title="Wire the export button", project_key=project.key)
     message_send(sender=desktop, to_agent="claude-code", body="Legal is on holiday until May.")
-    memory_write(user=alice, text="The export format is CSV with a UTF-8 BOM.",
-                 memory_type="semantic")
+    memory_write(
+        user=alice, text="The export format is CSV with a UTF-8 BOM.", memory_type="semantic"
+    )
     return project, laptop
 
 

@@ -36,8 +36,10 @@ def three(people):
         project = project_of(user)
         note = writer(user, project)
         word = marker(user.external_id)
-        note("docs/a.md", fm(id="a", status="blocked", blocked_by="b",
-                             body=f"Zanzibar rollout plan {word}.\n"))
+        note(
+            "docs/a.md",
+            fm(id="a", status="blocked", blocked_by="b", body=f"Zanzibar rollout plan {word}.\n"),
+        )
         note("docs/b.md", fm(id="b", status="open", body=f"Zanzibar approval {word}.\n"))
         memory_write(user=user, text=f"Zanzibar memory {word}", memory_type="semantic")
         projects[user.external_id] = project
@@ -51,14 +53,35 @@ def test_every_query_sees_only_the_callers_notes(people, three):
         own = marker(user.external_id)
         others = [marker(n) for n in ("alice", "bob", "charlie") if n != user.external_id]
         seen = [
-            repr([(h.entity.user_id, h.entity.body) for h in graph_search(user=user, query="zanzibar rollout")]),
-            repr([(h.entity.user_id, h.entity.body) for h in graph_search(user=user, query="zanzibar", include_team=True)]),
-            repr([(s.node.title if s.node else None, s.key) for s in graph_related(user=user, project_key=key, key="a", depth=2).steps]),
+            repr(
+                [
+                    (h.entity.user_id, h.entity.body)
+                    for h in graph_search(user=user, query="zanzibar rollout")
+                ]
+            ),
+            repr(
+                [
+                    (h.entity.user_id, h.entity.body)
+                    for h in graph_search(user=user, query="zanzibar", include_team=True)
+                ]
+            ),
+            repr(
+                [
+                    (s.node.title if s.node else None, s.key)
+                    for s in graph_related(user=user, project_key=key, key="a", depth=2).steps
+                ]
+            ),
             repr(graph_related(user=user, project_key=key, key="a").root.body),
             repr(entity_get(user=user, project_key=key, key="b").body),
             repr([b.entity.key for b in graph_blockers(user=user, project_key=key, stale_days=0)]),
-            repr(graph_diff(user=user, project_key=key, since=timezone.now() - timedelta(days=1),
-                            until=timezone.now() + timedelta(days=1))),
+            repr(
+                graph_diff(
+                    user=user,
+                    project_key=key,
+                    since=timezone.now() - timedelta(days=1),
+                    until=timezone.now() + timedelta(days=1),
+                )
+            ),
             handoff_build(user=user, project_key=key, token_budget=8000).markdown,
         ]
         text = "\n".join(seen)
@@ -70,8 +93,9 @@ def test_every_query_sees_only_the_callers_notes(people, three):
 
 def test_a_reconcile_of_one_user_never_touches_another_users_notes(people, three):
     key = three["alice"].key
-    plan = reconcile_plan(user=people.alice, project_key=key, roots=["docs"],
-                          files=[{"path": "docs/a.md"}])
+    plan = reconcile_plan(
+        user=people.alice, project_key=key, roots=["docs"], files=[{"path": "docs/a.md"}]
+    )
     assert [c["key"] for c in plan.candidates] == ["b"]
     reconcile_apply(user=people.alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
     alive = dict(

@@ -9,7 +9,7 @@ import pytest
 
 from tenants.models import Tenant, User
 from tests.knowledge.conftest import fm, project_of, writer
-from tests.mcp.conftest import atlas_server, embedded_store, issue, mcp_session, payload, run  # noqa: F401
+from tests.mcp.conftest import issue, mcp_session, payload, run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -38,8 +38,10 @@ def test_the_graph_tools_answer_for_the_tokens_user_only(
         ("graph_search", {"query": "quokka habitat"}),
         ("graph_related", {"project": key, "key": "a", "depth": 2}),
         ("graph_blockers", {"project": key, "stale_days": 0}),
-        ("graph_diff", {"project": key, "since": "2020-01-01T00:00:00Z",
-                        "until": "2100-01-01T00:00:00Z"}),
+        (
+            "graph_diff",
+            {"project": key, "since": "2020-01-01T00:00:00Z", "until": "2100-01-01T00:00:00Z"},
+        ),
         ("graph_handoff", {"project": key, "token_budget": 1000}),
         ("entity_get", {"project": key, "key": "a"}),
         ("entity_get", {"project": theirs.key, "key": "q"}),

@@ -13,7 +13,6 @@ from knowledge.selectors import entity_edges, graph_search
 from knowledge.services.entities import entity_restore
 from knowledge.services.reconcile import reconcile_apply, reconcile_plan
 from tenants.models import AuditEvent
-from tests.api.conftest import store  # noqa: F401 - the embedded backend
 from tests.knowledge.conftest import fm, project_of, writer
 
 pytestmark = pytest.mark.services
@@ -40,7 +39,9 @@ def layout(alice, bob, store):
 
 
 def live(project) -> set[str]:
-    return set(Entity.objects.filter(project=project, deleted_at=None).values_list("path", flat=True))
+    return set(
+        Entity.objects.filter(project=project, deleted_at=None).values_list("path", flat=True)
+    )
 
 
 def refused(code: str, **kw) -> None:
@@ -55,17 +56,26 @@ def test_the_guards_refuse_and_nothing_is_deleted(alice, layout):
     refused("empty_manifest", user=alice, project_key=key, roots=["docs"], files=[])
     # notes/ is declared but lists nothing while it holds entities (an unmounted folder).
     refused(
-        "root_has_no_files", user=alice, project_key=key, roots=["docs", "notes"],
+        "root_has_no_files",
+        user=alice,
+        project_key=key,
+        roots=["docs", "notes"],
         files=files("docs/d0.md", "docs/d1.md", "docs/d2.md", "docs/d3.md", "docs/d4.md"),
     )
     # The client runs in the wrong directory: files exist, none of them is a known note.
     refused(
-        "manifest_matches_nothing", user=alice, project_key=key, roots=["docs"],
+        "manifest_matches_nothing",
+        user=alice,
+        project_key=key,
+        roots=["docs"],
         files=files("docs/readme.md", "docs/other/x.md"),
     )
     # 3 of 5 (60 %) gone.
     refused(
-        "too_many_deletions", user=alice, project_key=key, roots=["docs"],
+        "too_many_deletions",
+        user=alice,
+        project_key=key,
+        roots=["docs"],
         files=files("docs/d0.md", "docs/d1.md"),
     )
     with pytest.raises(AtlasError) as caught:
@@ -90,16 +100,22 @@ def test_only_the_missing_docs_of_that_project_are_candidates(alice, bob, layout
     # project for him: his plan reads his entities only.
     with pytest.raises(NotFound):
         reconcile_apply(user=bob, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
-    his = reconcile_plan(user=bob, project_key=layout.key, roots=["docs"], files=files("docs/d4.md"))
+    his = reconcile_plan(
+        user=bob, project_key=layout.key, roots=["docs"], files=files("docs/d4.md")
+    )
     assert his.project.user_id == bob.pk and his.candidates == [] and his.entities_under_roots == 1
     assert ReconcileRun.objects.get(pk=plan.pk).status == "applied"  # not superseded by Bob's
 
 
 def test_a_forced_plan_may_delete_more_and_a_stale_plan_is_refused(alice, layout):
     two = files("docs/d0.md", "docs/d1.md")
-    first = reconcile_plan(user=alice, project_key=layout.key, roots=["docs"], files=two, force=True)
+    first = reconcile_plan(
+        user=alice, project_key=layout.key, roots=["docs"], files=two, force=True
+    )
     assert len(first.candidates) == 3
-    second = reconcile_plan(user=alice, project_key=layout.key, roots=["docs"], files=two, force=True)
+    second = reconcile_plan(
+        user=alice, project_key=layout.key, roots=["docs"], files=two, force=True
+    )
     with pytest.raises(Conflict) as caught:  # superseded by the newer plan
         reconcile_apply(user=alice, plan_id=str(first.pk), manifest_hash=first.manifest_hash)
     assert caught.value.code == "stale_plan"
@@ -110,7 +126,9 @@ def test_a_forced_plan_may_delete_more_and_a_stale_plan_is_refused(alice, layout
     with pytest.raises(Conflict):
         reconcile_apply(user=alice, plan_id=str(second.pk), manifest_hash=second.manifest_hash)
     assert len(live(layout)) == 7
-    third = reconcile_plan(user=alice, project_key=layout.key, roots=["docs"], files=two, force=True)
+    third = reconcile_plan(
+        user=alice, project_key=layout.key, roots=["docs"], files=two, force=True
+    )
     reconcile_apply(user=alice, plan_id=str(third.pk), manifest_hash=third.manifest_hash)
     with pytest.raises(Conflict):  # applied already
         reconcile_apply(user=alice, plan_id=str(third.pk), manifest_hash=third.manifest_hash)
@@ -120,7 +138,9 @@ def test_a_forced_plan_may_delete_more_and_a_stale_plan_is_refused(alice, layout
 def test_an_expired_plan_is_refused(alice, layout, settings):
     settings.ATLAS_RECONCILE_PLAN_TTL_S = 0
     plan = reconcile_plan(
-        user=alice, project_key=layout.key, roots=["docs"],
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
         files=files(*(f"docs/d{n}.md" for n in range(4))),
     )
     with pytest.raises(Conflict):
@@ -134,7 +154,9 @@ def test_a_tombstone_is_restored_with_its_history_and_is_searchable_again(people
     note("docs/b.md", fm(id="b", body="Counting method.\n"))
     note("docs/c.md", fm(id="c", body="Keep.\n"))
     plan = reconcile_plan(
-        user=people.alice, project_key=project.key, roots=["docs"],
+        user=people.alice,
+        project_key=project.key,
+        roots=["docs"],
         files=files("docs/b.md", "docs/c.md"),
     )
     reconcile_apply(user=people.alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
@@ -142,7 +164,9 @@ def test_a_tombstone_is_restored_with_its_history_and_is_searchable_again(people
     restored = entity_restore(user=people.alice, project_key=project.key, key="a")
     assert restored.deleted_at is None and restored.version == 3
     assert [r.kind for r in restored.revisions.order_by("number")] == [
-        "created", "deleted", "restored",
+        "created",
+        "deleted",
+        "restored",
     ]
     assert {(e.label, e.key) for e in entity_edges(entity=restored)} == {("blocked_by", "b")}
     assert graph_search(user=people.alice, query="penguin census")[0].entity.key == "a"
@@ -150,11 +174,14 @@ def test_a_tombstone_is_restored_with_its_history_and_is_searchable_again(people
 
 def test_a_tombstone_older_than_the_restore_window_is_not_restorable(alice, layout):
     plan = reconcile_plan(
-        user=alice, project_key=layout.key, roots=["docs"],
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
         files=files(*(f"docs/d{n}.md" for n in range(4))),
     )
     reconcile_apply(user=alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
     entity = Entity.objects.get(project=layout, path="docs/d4.md")
+    assert entity.deleted_at is not None
     Entity.objects.filter(pk=entity.pk).update(deleted_at=entity.deleted_at - timedelta(days=31))
     with pytest.raises(Conflict) as caught:
         entity_restore(user=alice, project_key=layout.key, key=entity.key)

@@ -9,7 +9,6 @@ from knowledge.models import Entity
 from knowledge.selectors import graph_search
 from knowledge.services.entities import entities_reindex, tombstones_purge
 from memory.services import bookkeeping
-from tests.api.conftest import store  # noqa: F401 - the embedded backend
 from tests.knowledge.conftest import fm, project_of, writer
 
 pytestmark = pytest.mark.services
