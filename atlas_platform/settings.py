@@ -80,8 +80,10 @@ INSTALLED_APPS = [
     "memory",
     "consolidation",
     "erasure",
-    "agents",
+    # Before agents: its erasure receiver (tenants.signals.user_data_erasing) must take the
+    # graph's rows and count them before agents' purge cascades through the projects.
     "knowledge",
+    "agents",
     # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
     *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
 ]
