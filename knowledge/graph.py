@@ -4,7 +4,6 @@ inverse labels. Related, blockers and diff walk it; nothing here writes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -117,36 +116,117 @@ class Step:
     via: str
 
 
-def related(graph: Graph, root: int, *, depth: int) -> tuple[list[Step], list[Link]]:
-    """Breadth-first to ``depth`` (1 or 2) in both directions; every node once (cycles end
-    the walk), unresolved targets are leaves. Steps in walk order, edges each once."""
-    seen: set[int | str] = {root}
-    frontier = [root]
+def resolve(project: Project, targets: set[str]) -> dict[str, Node]:
+    """The live entities the targets name: by key, else by path, else by file name."""
+    if not targets:
+        return {}
+    folded = {t.casefold() for t in targets}
+    rows = (
+        Entity.objects.filter(project=project, deleted_at__isnull=True)
+        .filter(Q(key__in=targets) | Q(path__in=targets) | Q(stem__in=folded))
+        .order_by("id")
+        .values_list(*NODE_FIELDS, "stem")
+    )
+    by_key: dict[str, Node] = {}
+    by_path: dict[str, Node] = {}
+    by_stem: dict[str, Node] = {}
+    for *fields, name in rows:
+        node = Node(*fields)
+        by_key.setdefault(node.key, node)
+        by_path.setdefault(node.path, node)
+        by_stem.setdefault(name, node)
+    found = {}
+    for target in targets:
+        node = by_key.get(target) or by_path.get(target) or by_stem.get(target.casefold())
+        if node is not None:
+            found[target] = node
+    return found
+
+
+def _node(entity: Entity) -> Node:
+    return Node(*(getattr(entity, name) for name in NODE_FIELDS))
+
+
+def related(
+    project: Project, root: Entity, *, depth: int
+) -> tuple[list[Step], list[Link], dict[int, Node]]:
+    """Breadth-first from ``root`` to ``depth`` (1 or 2) in both directions, reading only the
+    edges around each level (a few indexed queries per level, whatever the project's size);
+    every node once (cycles end the walk), unresolved targets are leaves."""
+    nodes: dict[int, Node] = {root.pk: _node(root)}
+    seen: set[int | str] = {root.pk}
+    frontier = [root.pk]
     steps: list[Step] = []
     edges: dict[tuple[int, str, str], Link] = {}
     for level in range(1, depth + 1):
         following: list[int] = []
-        for current in frontier:
-            via = graph.nodes[current].key
-            for link, direction, other in _neighbours(graph, current):
-                edges[(link.source, link.label, link.target)] = link
-                name: int | str = other if other is not None else f"?{link.target}"
-                if name in seen:
-                    continue
-                seen.add(name)
-                label = link.label if direction == "out" else INVERSE[link.label]
-                node = graph.nodes.get(other) if other is not None else None
-                steps.append(
-                    Step(node.key if node else link.target, node, level, label, direction, via)
-                )
-                if node is not None:
-                    following.append(node.id)
+        for link, direction, other in _around(project, [nodes[i] for i in frontier], nodes):
+            edges[(link.source, link.label, link.target)] = link
+            name: int | str = other if other is not None else f"?{link.target}"
+            current = link.source if direction == "out" else link.resolved
+            if name in seen:
+                continue
+            seen.add(name)
+            label = link.label if direction == "out" else INVERSE[link.label]
+            node = nodes.get(other) if other is not None else None
+            via = nodes[current].key if current is not None else ""
+            steps.append(
+                Step(node.key if node else link.target, node, level, label, direction, via)
+            )
+            if node is not None:
+                following.append(node.id)
         frontier = following
-    return steps, list(edges.values())
+        if not frontier:
+            break
+    return steps, list(edges.values()), nodes
 
 
-def _neighbours(graph: Graph, current: int) -> Iterable[tuple[Link, str, int | None]]:
-    for link in graph.out.get(current, []):
-        yield link, "out", link.resolved
-    for link in graph.into.get(current, []):
-        yield link, "in", link.source
+def around(
+    project: Project, root: Entity
+) -> tuple[list[tuple[Link, str, int | None]], dict[int, Node]]:
+    """The entity's live edges both ways, with the nodes at their other ends."""
+    nodes = {root.pk: _node(root)}
+    return _around(project, [nodes[root.pk]], nodes), nodes
+
+
+EDGE_FIELDS = ("source_id", "label", "target", "added_at")
+
+
+def _around(
+    project: Project, frontier: list[Node], nodes: dict[int, Node]
+) -> list[tuple[Link, str, int | None]]:
+    """The live edges out of and into the frontier's nodes (``nodes`` learns the other ends)."""
+    ids = [n.id for n in frontier]
+    live = Edge.objects.filter(project=project, removed_at__isnull=True).filter(
+        source__deleted_at__isnull=True
+    )
+    outgoing = list(
+        live.filter(source_id__in=ids)
+        .order_by("source_id", "label", "target")
+        .values_list(*EDGE_FIELDS)
+    )
+    names = {ref for n in frontier for ref in (n.key.casefold(), n.path.casefold(), stem(n.path))}
+    incoming = list(
+        live.filter(ref__in=names)
+        .exclude(source_id__in=ids)
+        .order_by("source_id", "label", "target")
+        .values_list(*EDGE_FIELDS)
+    ) + [row for row in outgoing if row[2].casefold() in names]
+    targets = resolve(project, {row[2] for row in outgoing} | {row[2] for row in incoming})
+    sources = {row[0] for row in incoming} - set(nodes)
+    for fields in Entity.objects.filter(pk__in=sources).values_list(*NODE_FIELDS):
+        nodes[fields[0]] = Node(*fields)
+    for node in targets.values():
+        nodes.setdefault(node.id, node)
+    mine = set(ids)
+    around: list[tuple[Link, str, int | None]] = []
+    for source, label, target, added_at in outgoing:
+        hit = targets.get(target)
+        link = Link(source, label, target, hit.id if hit else None, added_at)
+        around.append((link, "out", link.resolved))
+    for source, label, target, added_at in incoming:
+        hit = targets.get(target)
+        if hit is None or hit.id not in mine:
+            continue  # names a frontier node's key or file name, but resolves elsewhere
+        around.append((Link(source, label, target, hit.id, added_at), "in", source))
+    return around

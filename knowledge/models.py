@@ -35,6 +35,7 @@ class Entity(models.Model):
     front_matter = models.JSONField(default=dict, blank=True)
     body = models.TextField(blank=True)
     path = models.CharField(max_length=500)
+    stem = models.CharField(max_length=500, blank=True)  # file name, case-folded: [[wikilinks]]
     content_hash = models.CharField(max_length=64)
     version = models.PositiveIntegerField(default=1)
     conflicted = models.BooleanField(default=False)
@@ -53,6 +54,7 @@ class Entity(models.Model):
         ]
         indexes = [
             models.Index(fields=["project", "path"]),
+            models.Index(fields=["project", "stem"]),
             models.Index(fields=["user", "updated_at"]),
         ]
 
@@ -116,13 +118,14 @@ class Edge(models.Model):
     source = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="edges")
     label = models.CharField(max_length=16, choices=Label.choices)
     target = models.CharField(max_length=500)
+    ref = models.CharField(max_length=500)  # the target case-folded: incoming edges by it
     added_at = models.DateTimeField(default=timezone.now)
     removed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["source_id", "label", "target"]
         indexes = [
-            models.Index(fields=["project", "target"]),
+            models.Index(fields=["project", "ref"]),
             models.Index(fields=["source", "removed_at"]),
         ]
 

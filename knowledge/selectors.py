@@ -15,7 +15,7 @@ from agents.models import Project
 from agents.selectors import project_get, project_list
 from agents.services.common import now
 from atlas_platform.exceptions import NotFound, ValidationError
-from knowledge.graph import INVERSE, Graph, Link, Node, Step, project_graph, related
+from knowledge.graph import INVERSE, Graph, Link, Node, Step, around, project_graph, related
 from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import BLOCKED_STATUSES, DONE_STATUSES
 from memory.services.documents import searchable_search
@@ -56,16 +56,15 @@ class EdgeView:
 
 def entity_edges(*, entity: Entity) -> list[EdgeView]:
     """The entity's current edges both ways (incoming with their inverse label)."""
-    graph = project_graph(entity.project)
+    links, nodes = around(entity.project, entity)
     views = []
-    for link in graph.out.get(entity.pk, []):
-        node = graph.nodes.get(link.resolved) if link.resolved else None
-        views.append(
-            EdgeView(link.label, "out", node.key if node else link.target, _title(node), bool(node))
-        )
-    for link in graph.into.get(entity.pk, []):
-        node = graph.nodes[link.source]
-        views.append(EdgeView(INVERSE[link.label], "in", node.key, node.title, True))
+    for link, direction, other in links:
+        node = nodes.get(other) if other is not None else None
+        if direction == "out":
+            key = node.key if node else link.target
+            views.append(EdgeView(link.label, "out", key, _title(node), node is not None))
+        elif node is not None:
+            views.append(EdgeView(INVERSE[link.label], "in", node.key, node.title, True))
     return views
 
 
@@ -158,15 +157,14 @@ def graph_related(*, user: User, project_key: str, key: str, depth: int = 1) -> 
     if depth not in (1, 2):
         raise ValidationError("depth must be 1 or 2.", code="bad_depth")
     root = entity_get(user=user, project_key=project_key, key=key)
-    graph = project_graph(root.project)
-    steps, links = related(graph, root.pk, depth=depth)
-    return Related(root, steps, [_edge(graph, link) for link in links])
+    steps, links, nodes = related(root.project, root, depth=depth)
+    return Related(root, steps, [_edge(nodes, link) for link in links])
 
 
-def _edge(graph: Graph, link: Link) -> tuple[str, str, str, bool]:
-    target = graph.nodes.get(link.resolved) if link.resolved else None
+def _edge(nodes: dict[int, Node], link: Link) -> tuple[str, str, str, bool]:
+    target = nodes.get(link.resolved) if link.resolved else None
     to = target.key if target else link.target
-    return (graph.nodes[link.source].key, to, link.label, target is not None)
+    return (nodes[link.source].key, to, link.label, target is not None)
 
 
 # --- blockers -----------------------------------------------------------------------------

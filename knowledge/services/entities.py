@@ -23,7 +23,7 @@ from agents.selectors import own_project
 from agents.services.common import client_id, now
 from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
 from knowledge.models import Edge, Entity, Revision
-from knowledge.parsing import ParsedNote, parse_note
+from knowledge.parsing import ParsedNote, parse_note, stem
 from memory.services.documents import searchable_delete, searchable_embed, searchable_put
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -107,6 +107,7 @@ def _set_edges(
             source=entity,
             label=label,
             target=target,
+            ref=target.casefold(),
             added_at=moment,
         )
         for label, target in sorted(added)
@@ -121,6 +122,7 @@ def _apply(entity: Entity, note: ParsedNote) -> list[str]:
         changed.append("body")
     for name in (*FIELDS, "body", "content_hash"):
         setattr(entity, name, getattr(note, name))
+    entity.stem = stem(note.path)
     return changed
 
 
