@@ -112,14 +112,12 @@ def graph_search(
         owners = dict(list(owners.items())[:MAX_SEARCH_OWNERS])
     filtered = bool(types or statuses or updated_since or updated_before or project_key)
     candidates = 500 if filtered else 200
-    scored: dict[int, tuple[float, int]] = {}
+    scored: dict[str, tuple[float, int]] = {}
     for owner in owners.values():
-        for hit in searchable_search(user=owner, query=query, candidates=candidates):
-            entity_id = hit.doc.metadata.get("entity_id")
-            if isinstance(entity_id, int) and entity_id not in scored:
-                scored[entity_id] = (hit.score, hit.rank)
+        for hit in searchable_search(user=owner, query=query, candidates=candidates, read=False):
+            scored.setdefault(hit.id, (hit.score, hit.rank))
     rows = Entity.objects.filter(
-        pk__in=list(scored), project_id__in=allowed, user_id__in=list(owners), deleted_at=None
+        doc_id__in=list(scored), project_id__in=allowed, user_id__in=list(owners), deleted_at=None
     ).select_related("project")
     if types:
         rows = rows.filter(type__in=types)
@@ -129,10 +127,10 @@ def graph_search(
         rows = rows.filter(updated_at__gte=updated_since)
     if updated_before:
         rows = rows.filter(updated_at__lt=updated_before)
-    ordered = sorted(rows, key=lambda e: (-scored[e.pk][0], scored[e.pk][1], e.pk))[:k]
+    ordered = sorted(rows, key=lambda e: (-scored[e.doc_id][0], scored[e.doc_id][1], e.pk))[:k]
     terms = [t for t in query.lower().split() if len(t) > 2]
     return [
-        SearchHit(n, scored[e.pk][0], e, _snippet(e.body, terms))
+        SearchHit(n, scored[e.doc_id][0], e, _snippet(e.body, terms))
         for n, e in enumerate(ordered, start=1)
     ]
 

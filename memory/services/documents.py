@@ -28,12 +28,13 @@ MAX_CANDIDATES = 1000
 
 @dataclass(frozen=True)
 class SearchableHit:
-    """One document a search found: its id, fused score, rank, and the stored document."""
+    """One document a search found: its id, fused score and rank (and, when read, the stored
+    document)."""
 
     id: str
     score: float
     rank: int
-    doc: MemoryDoc
+    doc: MemoryDoc | None = None
     leg_ranks: dict[str, int] = field(default_factory=dict)
 
 
@@ -97,12 +98,15 @@ def searchable_search(
     user: User,
     query: str,
     candidates: int = 200,
+    read: bool = True,
     now: datetime | None = None,
 ) -> list[SearchableHit]:
     """The user's searchable documents for ``query``: lexical and dense legs of up to
     ``candidates`` each (tenant decay on the document's ``timestamp``), fused by reciprocal
-    rank, best first, with their stored documents. ``user`` is the documents' owner: the
-    caller decides who may read them (a team-visible project's owner, for a teammate)."""
+    rank, best first; with ``read`` each with its stored document (a caller that keeps its own
+    rows by document id passes ``read=False`` and skips that read). ``user`` is the
+    documents' owner: the caller decides who may read them (a team-visible project's owner,
+    for a teammate)."""
     size = max(1, min(int(candidates), MAX_CANDIDATES))
     scope = user_read_scope(user)
     with store_errors():
@@ -119,6 +123,11 @@ def searchable_search(
             ),
         )
         fused = rrf({"lexical": legs.lexical, "dense": legs.dense})
+        if not read:
+            return [
+                SearchableHit(id=f.id, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
+                for n, f in enumerate(fused, start=1)
+            ]
         docs = {d.id: d for d in backend().get_many(scope, [f.id for f in fused])}
     return [
         SearchableHit(

@@ -22,6 +22,10 @@ TOOL_CALLS = {
     "forget_memory": {"memory_id": "0" * 32},
     "record_turn": {"text": "Refused requests record nothing"},
     "memory_history": {"memory_id": "0" * 32},
+    # The knowledge graph's tools (knowledge/mcp.py) are refused the same way.
+    "graph_search": {"query": "anything"},
+    "graph_handoff": {"project": "0" * 64},
+    "entity_get": {"project": "0" * 64, "key": "plan-x"},
 }
 
 

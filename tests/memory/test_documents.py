@@ -35,7 +35,9 @@ def test_searchable_documents_are_per_user_decay_and_stay_out_of_recall(people):
 
     hits = searchable_search(user=people.alice, query="signing keys payments gateway")
     assert [h.id for h in hits] == ["b" * 32, "a" * 32]  # the same text: the recent one first
-    assert {h.doc.memory_type for h in hits} == {"entity"}
+    assert all(h.doc is not None and h.doc.memory_type == "entity" for h in hits)
+    unread = searchable_search(user=people.alice, query="signing keys payments gateway", read=False)
+    assert [(h.id, h.doc) for h in unread] == [(h.id, None) for h in hits]
     assert [h.id for h in searchable_search(user=people.bob, query="signing keys")] == ["c" * 32]
     assert searchable_search(user=people.charlie, query="signing keys") == []
     recalled = memory_recall(user=people.alice, query="signing keys payments gateway", k=10)

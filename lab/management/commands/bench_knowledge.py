@@ -69,6 +69,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--clean", action="store_true")
+        parser.add_argument(
+            "--reuse",
+            default="",
+            help="Time the queries again on an earlier run's tenant (its slug), skip indexing.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         from agents.services.projects import project_register
@@ -84,17 +89,27 @@ class Command(BaseCommand):
         if settings.ATLAS_MEMORY_BACKEND == "elasticsearch" and not settings.ATLAS_ES_URL:
             raise CommandError("--backend es needs ATLAS_ES_URL.")
         rng = random.Random(options["seed"])  # noqa: S311 - synthetic data, not secrets
-        user = self._bench_user()
-        project = project_register(user=user, path=f"/bench/{secrets.token_hex(3)}").project
         total = options["entities"]
-        started = time.perf_counter()
-        upserts = []
-        for n in range(total):
-            path, content = note(n, total, rng)
-            mark = time.perf_counter()
-            entity_upsert(user=user, project_key=project.key, path=path, content=content)
-            upserts.append((time.perf_counter() - mark) * 1000)
-        index_s = time.perf_counter() - started
+        upserts: list[float] = []
+        index_s = 0.0
+        if options["reuse"]:
+            from agents.models import Project
+
+            project = Project.objects.select_related("user__tenant").get(
+                user__tenant__slug=options["reuse"]
+            )
+            user = project.user
+            total = project.entities.count()
+        else:
+            user = self._bench_user()
+            project = project_register(user=user, path=f"/bench/{secrets.token_hex(3)}").project
+            started = time.perf_counter()
+            for n in range(total):
+                path, content = note(n, total, rng)
+                mark = time.perf_counter()
+                entity_upsert(user=user, project_key=project.key, path=path, content=content)
+                upserts.append((time.perf_counter() - mark) * 1000)
+            index_s = time.perf_counter() - started
         edges = Edge.objects.filter(project=project, removed_at=None).count()
         queries = options["queries"]
         search = self._time(
@@ -117,10 +132,11 @@ class Command(BaseCommand):
         )
         result = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
+            "tenant": user.tenant.slug,
             "entities": total,
             "edges": edges,
             "index_s": round(index_s, 1),
-            "upsert_ms": percentiles(upserts),
+            "upsert_ms": percentiles(upserts) if upserts else None,
             "search_ms": search,
             "related_depth1_ms": related1,
             "related_depth2_ms": related2,
