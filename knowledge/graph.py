@@ -67,10 +67,15 @@ class Graph:
         return self.by_key.get(target) or by_path.get(target) or by_stem.get(target.casefold())
 
 
-def project_graph(project: Project, *, at: datetime | None = None) -> Graph:
-    """The project's live entities and edges now (``at=None``) or as they were at ``at``."""
+def project_graph(
+    project: Project, *, at: datetime | None = None, labels: tuple[str, ...] = ()
+) -> Graph:
+    """The project's live entities and edges now (``at=None``) or as they were at ``at``
+    (only edges with ``labels``, when given)."""
     entities = Entity.objects.filter(project=project)
     edges = Edge.objects.filter(project=project)
+    if labels:
+        edges = edges.filter(label__in=labels)
     if at is None:
         entities = entities.filter(deleted_at__isnull=True)
         edges = edges.filter(removed_at__isnull=True, source__deleted_at__isnull=True)

@@ -191,7 +191,15 @@ def graph_blockers(*, user: User, project_key: str, stale_days: float = 3) -> li
     if not 0 <= stale_days <= 3650:
         raise ValidationError("stale_days must be between 0 and 3650.", code="bad_stale_days")
     project = readable_project(user=user, key=project_key)
-    return _blocked(project_graph(project), now(), stale_days)
+    return blocked_entities(project, now(), stale_days)
+
+
+BLOCKING = ("blocked_by", "depends_on")
+
+
+def blocked_entities(project: Project, moment: datetime, stale_days: float) -> list[Blocked]:
+    """``graph_blockers`` for a project the caller may read (the handoff's section)."""
+    return _blocked(project_graph(project, labels=BLOCKING), moment, stale_days)
 
 
 def _blocked(graph: Graph, moment: datetime, stale_days: float) -> list[Blocked]:

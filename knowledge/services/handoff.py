@@ -25,9 +25,8 @@ from agents.selectors import inbox, session_list, task_list
 from agents.services.common import now
 from atlas_platform.exceptions import AtlasError, Conflict, ValidationError
 from consolidation.llm import chat_json, model_configured
-from knowledge.graph import project_graph
 from knowledge.models import HandoffNarration, Revision
-from knowledge.selectors import _blocked, readable_project
+from knowledge.selectors import blocked_entities, readable_project
 from memory.services.recall import memory_recall
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -133,7 +132,7 @@ def _blockers(project: Any, moment: datetime) -> list[dict[str, Any]]:
             "blocked_by": [x.key for x in b.blockers],
             "idle_days": max(x.idle_days for x in b.blockers),
         }
-        for b in _blocked(project_graph(project), moment, 0)
+        for b in blocked_entities(project, moment, 0)
     ]
 
 
