@@ -81,6 +81,9 @@ INSTALLED_APPS = [
     "memory",
     "consolidation",
     "erasure",
+    # Before agents: its erasure receiver (tenants.signals.user_data_erasing) must take the
+    # graph's rows and count them before agents' purge cascades through the projects.
+    "knowledge",
     "agents",
     # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
     *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
@@ -247,6 +250,10 @@ CELERY_BEAT_SCHEDULE = {
     "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
     # Scoped cluster keys near their expiry are rotated (ATLAS_SCOPED_KEY_TTL_DAYS).
     "scoped-keys-renew": {"task": "tenants.scoped_keys_renew", "schedule": 3600.0},
+    # Entities written while the memory store was down get their searchable document; tombstones
+    # past ATLAS_KNOWLEDGE_RESTORE_DAYS go.
+    "knowledge-reindex": {"task": "knowledge.reindex", "schedule": 300.0},
+    "knowledge-tombstones-purge": {"task": "knowledge.tombstones_purge", "schedule": 3600.0},
 }
 
 # Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.
@@ -387,6 +394,13 @@ ATLAS_WRITE_LEASE_S = env.float("ATLAS_WRITE_LEASE_S", default=30.0)
 ATLAS_INTENT_GRACE_S = env.float("ATLAS_INTENT_GRACE_S", default=600.0)
 ATLAS_OPERATION_TTL_DAYS = env.int("ATLAS_OPERATION_TTL_DAYS", default=30)
 ATLAS_OPERATION_BATCH_MAX = env.int("ATLAS_OPERATION_BATCH_MAX", default=100)
+# The knowledge graph (knowledge/): tombstones restorable this long; reconcile's mass-deletion
+# guard (a plan deleting more than MAX_COUNT entities, or more than MAX_FRACTION of those under
+# its roots when more than one, is refused unless forced); how long a plan may be applied.
+ATLAS_KNOWLEDGE_RESTORE_DAYS = env.int("ATLAS_KNOWLEDGE_RESTORE_DAYS", default=30)
+ATLAS_RECONCILE_MAX_COUNT = env.int("ATLAS_RECONCILE_MAX_COUNT", default=20)
+ATLAS_RECONCILE_MAX_FRACTION = env.float("ATLAS_RECONCILE_MAX_FRACTION", default=0.10)
+ATLAS_RECONCILE_PLAN_TTL_S = env.int("ATLAS_RECONCILE_PLAN_TTL_S", default=900)
 ATLAS_SESSION_MAX_FILES = env.int("ATLAS_SESSION_MAX_FILES", default=200)
 ATLAS_MESSAGE_MAX_CHARS = env.int("ATLAS_MESSAGE_MAX_CHARS", default=8000)
 

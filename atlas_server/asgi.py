@@ -23,6 +23,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
 from agents import mcp as agents_mcp  # noqa: E402
+from knowledge import mcp as knowledge_mcp  # noqa: E402
 from memory.mcp.app import platform_app  # noqa: E402
 from memory.services.common import embedder  # noqa: E402
 
@@ -34,7 +35,12 @@ django_application = WSGIMiddleware(
     workers=settings.ATLAS_HTTP_THREADS,
 )
 application = platform_app(
-    django_application, extra_tools=[(fn, agents_mcp.HINTS[fn.__name__]) for fn in agents_mcp.TOOLS]
+    django_application,
+    extra_tools=[
+        (fn, tools.HINTS[fn.__name__])
+        for tools in (agents_mcp, knowledge_mcp)
+        for fn in tools.TOOLS
+    ],
 )
 
 

@@ -28,6 +28,7 @@ urlpatterns = [
     path("api/v1/", include("memory.api.urls")),
     path("api/v1/", include("consolidation.api.urls")),
     path("api/v1/", include("agents.api.urls")),
+    path("api/v1/", include("knowledge.api.urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(**PUBLIC), name="api-schema"),
     path(
         "api/v1/docs/",

@@ -33,7 +33,7 @@ def memory_get(*, user: User, memory_id: str) -> MemoryDoc:
     else."""
     with store_errors():
         doc = backend().get(user_read_scope(user), catalog_engine_id(user.tenant, memory_id))
-    if doc is None:
+    if doc is None or doc.memory_type == "entity":  # another app's searchable document
         raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
     return doc
 

@@ -2,6 +2,8 @@
 engine's other types (read scopes, leg queries and hits) stay behind the services."""
 
 from memory.engine.types import (
+    ENTITY,
+    ERASABLE_TYPES,
     MEMORY_TYPES,
     PERSONAL_TYPES,
     GrowthBucket,
@@ -11,6 +13,8 @@ from memory.engine.types import (
 )
 
 __all__ = [
+    "ENTITY",
+    "ERASABLE_TYPES",
     "MEMORY_TYPES",
     "PERSONAL_TYPES",
     "GrowthBucket",

@@ -73,6 +73,15 @@ def test_the_tree_keeps_every_import_contract(tree):
         ("agents.probe", "import memory.engine.registry", "reach the engine"),
         ("agents.probe", "import memory.services.scoping", "memory's public API only"),
         ("agents.probe", "import memory.mcp.server", "memory's public API only"),
+        # knowledge sits above agents (it reads projects, sessions, tasks, messages), below
+        # the composition root, on memory's public API only.
+        ("agents.probe", "import knowledge.models", "Apps import only downwards"),
+        ("memory.probe", "import knowledge.selectors", "Apps import only downwards"),
+        ("erasure.probe", "import knowledge.models", "Apps import only downwards"),
+        ("knowledge.probe", "import atlas_server.urls", "Apps import only downwards"),
+        ("knowledge.probe", "import memory.engine.registry", "reach the engine"),
+        ("knowledge.probe", "import memory.services.scoping", "memory's public API only"),
+        ("knowledge.probe", "import memory.embedding", "memory's public API only"),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(tree, module, line, broken):

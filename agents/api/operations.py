@@ -92,9 +92,23 @@ KINDS: dict[str, Kind] = {
 }
 
 
+def register_kind(name: str, kind: Kind) -> None:
+    """Add an operation kind of an app above agents (its ``ready()``; agents imports no such
+    app): the batch and the single endpoints' ``Operation-Id`` path then replay it too."""
+    if name in KINDS and KINDS[name] is not kind:
+        raise ValueError(f"Operation kind {name!r} is already registered.")
+    KINDS[name] = kind
+    # Declared fields are copied from their constructor arguments: replace the field itself.
+    OperationIn._declared_fields["op"] = _op_field()
+
+
+def _op_field() -> serializers.ChoiceField:
+    return serializers.ChoiceField(choices=sorted(KINDS), help_text="What to apply.")
+
+
 class OperationIn(s.Input):
     id = s._id("The client's operation id (unique per user; a UUID is a good choice).")
-    op = serializers.ChoiceField(choices=sorted(KINDS), help_text="What to apply.")
+    op = _op_field()
     args = serializers.DictField(
         required=False, default=dict, help_text="The operation's fields (as its single endpoint)."
     )

@@ -34,7 +34,7 @@ from memory.services.erasure import (
     memory_expunge_deleted,
     memory_expunge_later,
 )
-from memory.types import PERSONAL_TYPES, MemoryDoc
+from memory.types import ERASABLE_TYPES, MemoryDoc
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_invalidate
@@ -105,7 +105,7 @@ class _Job:
     # --- steps -------------------------------------------------------------------------------
     def run(self) -> None:
         targets = self._targets()
-        for kind in PERSONAL_TYPES:
+        for kind in ERASABLE_TYPES:
             self._erase(kind, targets)
         remaining = self._verify(targets)
         if remaining:
@@ -164,7 +164,7 @@ class _Job:
 
     def _verify(self, targets: list[str] | None) -> dict[str, int]:
         remaining: dict[str, int] = {}
-        for kind in PERSONAL_TYPES:
+        for kind in ERASABLE_TYPES:
             n = memory_remaining_count(**self.user, memory_type=kind, among=targets)
             ErasureProgress.objects.filter(request=self.request, kind=kind).update(remaining=n)
             if n:

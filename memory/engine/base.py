@@ -12,7 +12,7 @@ from typing import Any
 
 from atlas_platform.exceptions import Unavailable
 from memory.engine.types import (
-    PERSONAL_TYPES,
+    ERASABLE_TYPES,
     GrowthBucket,
     GrowthPoint,
     LegQuery,
@@ -199,7 +199,7 @@ class MemoryBackend(ABC):
 
 def require_personal(memory_type: str) -> None:
     """``find_ids`` / ``delete_ids`` / ``count_ids`` take a personal type, never the catalog."""
-    if memory_type not in PERSONAL_TYPES:
+    if memory_type not in ERASABLE_TYPES:
         raise EngineError(f"Not a personal memory type: {memory_type!r}.")
 
 
@@ -222,7 +222,7 @@ def gauss_decay(age_days: float, ranking: Ranking) -> float:
 def signal_multiplier(doc: MemoryDoc, ranking: Ranking, now: datetime) -> float:
     """The per-document factor both legs multiply into their raw score:
 
-    - episodic: gauss decay on ``timestamp``; semantic: gauss decay on ``last_used_at``
+    - episodic and entity: gauss decay on ``timestamp``; semantic: gauss decay on ``last_used_at``
       (falling back to ``created_at`` when never used) times ``1 + log10(1 + use_count) * w``;
     - procedural: 1 (exempt); catalog: ``catalog_prior`` (exempt from decay).
     """
@@ -233,7 +233,9 @@ def signal_multiplier(doc: MemoryDoc, ranking: Ranking, now: datetime) -> float:
     factor = 1.0
     if ranking.apply_decay:
         anchor = (
-            doc.timestamp if doc.memory_type == "episodic" else (doc.last_used_at or doc.created_at)
+            doc.timestamp
+            if doc.memory_type in ("episodic", "entity")
+            else (doc.last_used_at or doc.created_at)
         )
         factor *= gauss_decay((now - anchor).total_seconds() / 86400.0, ranking)
     if doc.memory_type == "semantic":

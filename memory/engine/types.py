@@ -11,9 +11,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-MemoryType = Literal["episodic", "semantic", "procedural", "catalog"]
-MEMORY_TYPES: tuple[MemoryType, ...] = ("episodic", "semantic", "procedural", "catalog")
+MemoryType = Literal["episodic", "semantic", "procedural", "catalog", "entity"]
+MEMORY_TYPES: tuple[MemoryType, ...] = ("episodic", "semantic", "procedural", "catalog", "entity")
 PERSONAL_TYPES: tuple[MemoryType, ...] = ("episodic", "semantic", "procedural")
+# A searchable document another app keeps for one user (the knowledge graph's entities): the
+# same hybrid legs, decay on ``timestamp``, isolation and erasure as every personal memory, but
+# never part of memory recall (which searches PERSONAL_TYPES only), never read as a memory.
+ENTITY: MemoryType = "entity"
+ERASABLE_TYPES: tuple[MemoryType, ...] = (*PERSONAL_TYPES, ENTITY)
 DATE_FIELDS = (
     "created_at",
     "timestamp",

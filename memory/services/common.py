@@ -15,7 +15,7 @@ from atlas_platform.exceptions import ValidationError
 from memory.embedding import Embedder, EmbeddingError, default_embedder
 from memory.engine.base import EngineError, MemoryBackend
 from memory.engine.registry import get_backend
-from memory.engine.types import PERSONAL_TYPES, MemoryType
+from memory.engine.types import ERASABLE_TYPES, MemoryType
 from memory.errors import MemoryStoreUnavailable
 from memory.services.scoping import scoped_keys, tenant_layout
 from tenants.services.deployment import deployment_id
@@ -98,7 +98,7 @@ def store_errors() -> Iterator[None]:
 
 def personal_type(memory_type: str) -> MemoryType:
     """``memory_type`` if it is a personal type (what an erasure walks), else a 400."""
-    for kind in PERSONAL_TYPES:
+    for kind in ERASABLE_TYPES:
         if kind == memory_type:
             return kind
     raise ValidationError(f"Not a personal memory type: {memory_type!r}.", code="bad_memory_type")

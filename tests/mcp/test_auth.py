@@ -25,6 +25,10 @@ TOOL_CALLS = {
     "record_reply": {"text": "Refused requests record no reply"},
     "record_playbook_outcome": {"memory_id": "0" * 32, "success": True},
     "about_me": {},
+    # The knowledge graph's tools (knowledge/mcp.py) are refused the same way.
+    "graph_search": {"query": "anything"},
+    "graph_handoff": {"project": "0" * 64},
+    "entity_get": {"project": "0" * 64, "key": "plan-x"},
 }
 
 

@@ -35,6 +35,15 @@ AGENT_TOOL_NAMES = {
     "ack_message",
     "session_history",
 }
+# The knowledge graph's tools (knowledge/mcp.py), added the same way.
+KNOWLEDGE_TOOL_NAMES = {
+    "graph_search",
+    "graph_related",
+    "graph_blockers",
+    "graph_diff",
+    "graph_handoff",
+    "entity_get",
+}
 
 
 def _own(atlas_server: str) -> str:
@@ -51,7 +60,7 @@ def test_it_lists_the_memory_tools_with_described_schemas(
             return (await session.list_tools()).tools
 
     tools = run(scenario)
-    assert {t.name for t in tools} == TOOL_NAMES | AGENT_TOOL_NAMES
+    assert {t.name for t in tools} == TOOL_NAMES | AGENT_TOOL_NAMES | KNOWLEDGE_TOOL_NAMES
     for tool in tools:
         assert tool.description and len(tool.description) > 40, tool.name
         for name, prop in tool.input_schema["properties"].items():

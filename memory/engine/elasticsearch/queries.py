@@ -108,7 +108,7 @@ def _signals(query: Json, ranking: Ranking, now: datetime) -> Json:
     if ranking.apply_decay:
         used = {"exists": {"field": "last_used_at"}}
         functions += [
-            _decay("timestamp", {"term": {"memory_type": "episodic"}}, ranking, now),
+            _decay("timestamp", {"terms": {"memory_type": ["episodic", "entity"]}}, ranking, now),
             _decay("last_used_at", {"bool": {"filter": [semantic, used]}}, ranking, now),
             # Never used: the semantic fact ages from its creation.
             _decay(

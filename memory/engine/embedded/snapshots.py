@@ -175,7 +175,7 @@ def best_candidates(
 # These two mirror base.signal_multiplier, so thousands of candidates are ranked without a
 # MemoryDoc each; the backend rescores the hits it returns with signal_multiplier itself.
 def decay_anchor(doc: MemoryDoc) -> float | None:
-    if doc.memory_type == "episodic":
+    if doc.memory_type in ("episodic", "entity"):
         return doc.timestamp.timestamp()
     if doc.memory_type == "semantic":
         return (doc.last_used_at or doc.created_at).timestamp()
@@ -185,7 +185,7 @@ def decay_anchor(doc: MemoryDoc) -> float | None:
 def multipliers(snapshot: Snapshot, rows: Rows, ranking: Ranking, now: datetime) -> Scores:
     kinds = snapshot.kinds[rows]
     factor = np.ones(len(rows), dtype=np.float64)
-    decaying = (kinds == "episodic") | (kinds == "semantic")
+    decaying = (kinds == "episodic") | (kinds == "semantic") | (kinds == "entity")
     if ranking.apply_decay and decaying.any():
         age_days = np.abs(now.timestamp() - snapshot.decay_at[rows][decaying]) / 86400.0
         distance = np.maximum(0.0, age_days - ranking.decay_offset_days)

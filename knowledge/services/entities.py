@@ -1,0 +1,435 @@
+"""Writing entities: upsert from a note (created / updated / unchanged / conflict / restored),
+tombstones and restores, and keeping each entity's searchable document in step.
+
+Order of work (CONTRIBUTING "Transactions hold database rows only"): parse and embed first,
+then one transaction for the entity, its revision, its edges and the audit event, then the
+store write of the searchable document. A store that is down leaves ``indexed_version``
+behind ``version``; ``entities_reindex`` (the beat task, ``manage.py knowledge_reindex``)
+catches up, so nothing written is lost and search follows within minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from agents.selectors import own_project
+from agents.services.common import client_id, now
+from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
+from knowledge.models import Edge, Entity, Revision
+from knowledge.parsing import ParsedNote, parse_note, stem
+from memory.services.documents import searchable_delete, searchable_embed, searchable_put
+from tenants.models import User
+from tenants.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+
+FIELDS = ("type", "title", "status", "priority", "initiative", "tags", "path", "front_matter")
+
+
+@dataclass(frozen=True)
+class Upserted:
+    """What an upsert did: ``outcome`` created | updated | unchanged | conflict | restored."""
+
+    outcome: str
+    entity: Entity
+    revision: Revision | None = None
+    conflict_revision: Revision | None = None
+
+    @property
+    def created(self) -> bool:
+        return self.outcome == "created"
+
+
+def _vector(values: list[float]) -> list[float]:
+    return [round(v, 5) for v in values]
+
+
+def _revision(
+    entity: Entity,
+    kind: str,
+    *,
+    moment: datetime,
+    note: ParsedNote | None = None,
+    base_version: int | None = None,
+    machine: str = "",
+    changed: Sequence[str] = (),
+    embedding: list[float] | None = None,
+    added: Iterable[tuple[str, str]] = (),
+    removed: Iterable[tuple[str, str]] = (),
+) -> Revision:
+    last = entity.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+    source: Any = note if note is not None else entity
+    return Revision.objects.create(
+        entity=entity,
+        number=last + 1,
+        kind=kind,
+        version=entity.version,
+        base_version=base_version,
+        machine=machine,
+        changed=list(changed),
+        title=source.title,
+        status=source.status,
+        path=source.path,
+        front_matter=source.front_matter,
+        body=source.body,
+        content_hash=source.content_hash,
+        embedding=embedding,
+        edges_added=[list(e) for e in sorted(added)],
+        edges_removed=[list(e) for e in sorted(removed)],
+        created_at=moment,
+    )
+
+
+def _open_edges(entity: Entity) -> dict[tuple[str, str], Edge]:
+    return {(e.label, e.target): e for e in entity.edges.filter(removed_at__isnull=True)}
+
+
+def _set_edges(
+    entity: Entity, wanted: Iterable[tuple[str, str]], moment: datetime
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """Close the edges no longer declared, open the new ones: (added, removed)."""
+    current = _open_edges(entity)
+    want = set(wanted)
+    removed = set(current) - want
+    added = want - set(current)
+    if removed:
+        Edge.objects.filter(pk__in=[current[e].pk for e in removed]).update(removed_at=moment)
+    Edge.objects.bulk_create(
+        Edge(
+            project_id=entity.project_id,
+            source=entity,
+            label=label,
+            target=target,
+            ref=target.casefold(),
+            added_at=moment,
+        )
+        for label, target in sorted(added)
+    )
+    return added, removed
+
+
+def _apply(entity: Entity, note: ParsedNote) -> list[str]:
+    """Copy the note onto the entity; the names of the fields that changed."""
+    changed = [f for f in FIELDS if getattr(entity, f) != getattr(note, f)]
+    if entity.body != note.body:
+        changed.append("body")
+    for name in (*FIELDS, "body", "content_hash"):
+        setattr(entity, name, getattr(note, name))
+    entity.stem = stem(note.path)
+    return changed
+
+
+def _audit(action: str, entity: Entity, **extra: Any) -> None:
+    """Ids and versions only: never a title, a body or front matter."""
+    audit_record(
+        action=action,
+        tenant=entity.user.tenant,
+        subject_user=entity.user,
+        target=entity,
+        metadata={
+            "project": entity.project.key,
+            "entity_id": entity.pk,
+            "version": entity.version,
+            **extra,
+        },
+    )
+
+
+def entity_upsert(
+    *,
+    user: User,
+    project_key: str,
+    path: str,
+    content: str,
+    base_version: int | None = None,
+    machine_key: str | None = None,
+    content_hash: str | None = None,
+) -> Upserted:
+    """Index one markdown note of the user's project (see ``knowledge`` for the rules).
+
+    ``base_version`` is the version the writer last saw. The same content as the current
+    version is ``unchanged``. A base that is not the current version (or none, for an entity
+    that exists with other content) is a ``conflict``: the current version stays, the write
+    is kept as a conflict revision and the entity is flagged; nothing is overwritten. A
+    tombstoned entity written again is ``restored`` with the new content."""
+    project = own_project(user=user, key=project_key)
+    note = parse_note(path=path, content=content)
+    if content_hash is not None and content_hash.lower() != note.content_hash:
+        raise ValidationError("content_hash is not the SHA-256 of content.", code="hash_mismatch")
+    machine = client_id(machine_key, field="machine_key") if machine_key else ""
+    vector = _vector(searchable_embed(texts=[note.search_text])[0])
+    moment = now()
+    try:
+        done = _write(user, project, note, base_version, machine, vector, moment)
+    except IntegrityError:  # created concurrently by another writer: decide against it
+        done = _write(user, project, note, base_version, machine, vector, moment)
+    if done.outcome in ("created", "updated", "restored"):
+        entity_index(entity=done.entity, embedding=vector)
+    return done
+
+
+def _write(
+    user: User,
+    project: Any,
+    note: ParsedNote,
+    base_version: int | None,
+    machine: str,
+    vector: list[float],
+    moment: datetime,
+) -> Upserted:
+    with transaction.atomic():
+        entity = (
+            Entity.objects.select_for_update()
+            .select_related("project", "user__tenant")
+            .filter(project=project, key=note.key)
+            .first()
+        )
+        if entity is None:
+            return _create(user, project, note, machine, vector, moment)
+        if entity.deleted_at is not None:
+            return _revive(entity, note, base_version, machine, vector, moment)
+        if entity.content_hash == note.content_hash:
+            if entity.conflicted and base_version == entity.version:
+                entity.conflicted = False  # the writer saw the current version: resolved
+                entity.save(update_fields=["conflicted"])
+                _audit("entity.resolve", entity)
+            return Upserted("unchanged", entity)
+        if base_version != entity.version:
+            entity.conflicted = True
+            entity.save(update_fields=["conflicted"])
+            revision = _revision(
+                entity,
+                Revision.Kind.CONFLICT,
+                moment=moment,
+                note=note,
+                base_version=base_version,
+                machine=machine,
+                changed=[f for f in FIELDS if getattr(entity, f) != getattr(note, f)]
+                + (["body"] if entity.body != note.body else []),
+                embedding=vector,
+            )
+            _audit("entity.conflict", entity, base_version=base_version)
+            return Upserted("conflict", entity, conflict_revision=revision)
+        return _update(entity, note, base_version, machine, vector, moment)
+
+
+def _create(
+    user: User, project: Any, note: ParsedNote, machine: str, vector: list[float], moment: datetime
+) -> Upserted:
+    entity = Entity(user=user, project=project, key=note.key, version=1)
+    _apply(entity, note)
+    entity.created_at = entity.updated_at = entity.status_changed_at = moment
+    with transaction.atomic():
+        entity.save()
+    added, _ = _set_edges(entity, note.edges, moment)
+    revision = _revision(
+        entity,
+        Revision.Kind.CREATED,
+        moment=moment,
+        note=note,
+        machine=machine,
+        changed=[*FIELDS, "body"],
+        embedding=vector,
+        added=added,
+    )
+    _audit("entity.create", entity)
+    return Upserted("created", entity, revision=revision)
+
+
+def _update(
+    entity: Entity,
+    note: ParsedNote,
+    base_version: int | None,
+    machine: str,
+    vector: list[float],
+    moment: datetime,
+) -> Upserted:
+    old_status = entity.status
+    changed = _apply(entity, note)
+    entity.version += 1
+    entity.conflicted = False
+    entity.updated_at = moment
+    if entity.status != old_status:
+        entity.status_changed_at = moment
+    entity.save()
+    added, removed = _set_edges(entity, note.edges, moment)
+    revision = _revision(
+        entity,
+        Revision.Kind.UPDATED,
+        moment=moment,
+        note=note,
+        base_version=base_version,
+        machine=machine,
+        changed=changed,
+        embedding=vector,
+        added=added,
+        removed=removed,
+    )
+    _audit("entity.update", entity, fields=changed)
+    return Upserted("updated", entity, revision=revision)
+
+
+def _revive(
+    entity: Entity,
+    note: ParsedNote,
+    base_version: int | None,
+    machine: str,
+    vector: list[float],
+    moment: datetime,
+) -> Upserted:
+    changed = _apply(entity, note)
+    entity.version += 1
+    entity.deleted_at = None
+    entity.conflicted = False
+    entity.updated_at = entity.status_changed_at = moment
+    entity.save()
+    added, removed = _set_edges(entity, note.edges, moment)
+    revision = _revision(
+        entity,
+        Revision.Kind.RESTORED,
+        moment=moment,
+        note=note,
+        base_version=base_version,
+        machine=machine,
+        changed=changed,
+        embedding=vector,
+        added=added,
+        removed=removed,
+    )
+    _audit("entity.restore", entity, by="write")
+    return Upserted("restored", entity, revision=revision)
+
+
+def entity_tombstone(*, entity: Entity, moment: datetime, reason: str) -> Revision:
+    """Mark one entity deleted (inside the caller's transaction): a ``deleted`` revision that
+    closes its edges. The store's document goes after the transaction (``entity_index``)."""
+    entity.version += 1
+    entity.deleted_at = moment
+    entity.updated_at = moment
+    entity.save(update_fields=["version", "deleted_at", "updated_at"])
+    _, removed = _set_edges(entity, (), moment)
+    revision = _revision(
+        entity, Revision.Kind.DELETED, moment=moment, changed=["deleted"], removed=removed
+    )
+    _audit("entity.delete", entity, reason=reason)
+    return revision
+
+
+def entity_restore(*, user: User, project_key: str, key: str) -> Entity:
+    """Bring back a tombstoned entity of the user's project (within
+    ``ATLAS_KNOWLEDGE_RESTORE_DAYS``), with its edges and its history."""
+    project = own_project(user=user, key=project_key)
+    moment = now()
+    horizon = moment - timedelta(days=settings.ATLAS_KNOWLEDGE_RESTORE_DAYS)
+    with transaction.atomic():
+        entity = (
+            Entity.objects.select_for_update()
+            .select_related("project", "user__tenant")
+            .filter(project=project, key=key)
+            .first()
+        )
+        if entity is None:
+            raise NotFound(f"No entity {key!r} in this project.", code="entity_not_found")
+        if entity.deleted_at is None:
+            return entity
+        if entity.deleted_at < horizon:
+            raise NotRestorable(
+                f"Entity {key!r} was deleted more than "
+                f"{settings.ATLAS_KNOWLEDGE_RESTORE_DAYS} days ago.",
+            )
+        last_live = entity.revisions.exclude(kind=Revision.Kind.CONFLICT).exclude(
+            kind=Revision.Kind.DELETED
+        )
+        source = last_live.order_by("-number").first()
+        note = parse_note(path=entity.path, content=_content(entity))
+        entity.version += 1
+        entity.deleted_at = None
+        entity.updated_at = moment
+        entity.save(update_fields=["version", "deleted_at", "updated_at"])
+        added, _ = _set_edges(entity, note.edges, moment)
+        _revision(
+            entity,
+            Revision.Kind.RESTORED,
+            moment=moment,
+            changed=["deleted"],
+            embedding=source.embedding if source is not None else None,
+            added=added,
+        )
+        _audit("entity.restore", entity, by="restore")
+    entity_index(entity=entity, embedding=source.embedding if source is not None else None)
+    return entity
+
+
+class NotRestorable(Conflict):
+    code = "not_restorable"
+
+
+def _content(entity: Entity) -> str:
+    """The note again from what was kept (front matter as YAML, then the body): only its
+    edges are read from it."""
+    if not entity.front_matter:
+        return entity.body
+    import yaml
+
+    head = yaml.safe_dump(entity.front_matter, sort_keys=True, allow_unicode=True)
+    return f"---\n{head}---\n{entity.body}"
+
+
+def entity_index(*, entity: Entity, embedding: list[float] | None = None) -> bool:
+    """Bring the entity's searchable document to its current version (deleted: removed).
+    False when the store could not be reached (``indexed_version`` stays behind)."""
+    try:
+        if entity.deleted_at is not None:
+            searchable_delete(user=entity.user, doc_ids=[entity.doc_id])
+        else:
+            searchable_put(
+                user=entity.user,
+                doc_id=entity.doc_id,
+                text=f"{entity.title}\n\n{entity.body}".strip(),
+                title=entity.title,
+                timestamp=entity.updated_at,
+                embedding=embedding,
+                tags=[f"type:{entity.type}"] + ([f"status:{entity.status}"] * bool(entity.status)),
+                metadata={"entity_id": entity.pk, "project": entity.project.key},
+            )
+    except AtlasError as exc:
+        logger.warning("entity index deferred", extra={"entity": entity.pk, "error": exc.code})
+        return False
+    Entity.objects.filter(pk=entity.pk, version=entity.version).update(
+        indexed_version=entity.version
+    )
+    entity.indexed_version = entity.version
+    return True
+
+
+def entities_reindex(*, user: User | None = None, limit: int = 500) -> int:
+    """Index the entities whose searchable document is behind (the store was down when they
+    were written); how many were brought up to date."""
+    from django.db.models import F
+
+    pending = Entity.objects.filter(indexed_version__lt=F("version")).select_related(
+        "project", "user__tenant"
+    )
+    if user is not None:
+        pending = pending.filter(user=user)
+    done = 0
+    for entity in pending.order_by("updated_at")[:limit]:
+        done += entity_index(entity=entity)
+    return done
+
+
+def tombstones_purge() -> int:
+    """Hard-delete entities tombstoned longer than ``ATLAS_KNOWLEDGE_RESTORE_DAYS`` ago (their
+    revisions and edges go with them; their searchable document went at the tombstone)."""
+    horizon = now() - timedelta(days=settings.ATLAS_KNOWLEDGE_RESTORE_DAYS)
+    gone = Entity.objects.filter(deleted_at__lt=horizon)
+    count = gone.count()
+    gone.delete()
+    return count
