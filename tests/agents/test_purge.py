@@ -47,6 +47,7 @@ OWNER = {
     "TaskTransition": "task__user",
     "Message": "sender__user",
     "AppliedOperation": "user",
+    "MemoryFile": "user",
 }
 
 
