@@ -17,7 +17,12 @@ from agents.services.messages import message_ack, message_reply, message_send
 from agents.services.notes import agent_memory_forget, agent_memory_write
 from agents.services.operations import Operation, payload_hash
 from agents.services.projects import project_register
-from agents.services.sessions import session_end, session_start, session_touch
+from agents.services.sessions import (
+    session_checkpoint,
+    session_end,
+    session_start,
+    session_touch,
+)
 from agents.services.tasks import task_create, task_transition
 from atlas_platform.exceptions import ValidationError
 
@@ -76,6 +81,11 @@ KINDS: dict[str, Kind] = {
         SessionTouchOp, lambda ag, a: _out(s.SessionOut, session_touch(agent=ag, **a))
     ),
     "session.end": Kind(SessionEndOp, _session_end, lambda a: bool(a.get("summary"))),
+    "session.checkpoint": Kind(
+        s.SessionCheckpointIn,
+        lambda ag, a: _out(s.SessionCheckpointOut, session_checkpoint(agent=ag, **a)),
+        lambda a: True,
+    ),
     "task.create": Kind(
         s.TaskIn, lambda ag, a: _out(s.TaskOut, task_create(user=ag.user, agent=ag, **a))
     ),

@@ -200,6 +200,19 @@ class SessionEndIn(Input):
     )
 
 
+class SessionCheckpointIn(Input):
+    session_id = _id("The agent's session id.")
+    text = StrictCharField(
+        trim_whitespace=False, help_text="The checkpoint (ATLAS_MAX_MEMORY_CHARS at most)."
+    )
+
+
+class SessionCheckpointOut(serializers.Serializer[Any]):
+    id = serializers.CharField(help_text="The episodic memory's id.")
+    memory_type = serializers.CharField(help_text="episodic.")
+    session_id = serializers.CharField(help_text="The session.")
+
+
 class SessionOut(serializers.Serializer[Session]):
     session_id = serializers.CharField(source="external_id", help_text="The agent's session id.")
     agent = serializers.CharField(source="agent.slug", help_text="The agent's slug.")
