@@ -1,7 +1,7 @@
 """Where the client keeps its state, and its profiles.
 
 ``ATLAS_HOME`` (default ``$XDG_CONFIG_HOME/atlas``, else ``~/.config/atlas``) holds
-``config.json`` (profiles, this machine's key), ``tokens/<profile>`` (owner-only) and
+``config.json`` (profiles, this machine's key; ``ATLAS_URL`` overrides a profile's url), ``tokens/<profile>`` (owner-only) and
 ``spool/<profile>.db``. A token may come from the environment instead (``ATLAS_TOKEN``, or
 the variable a profile names in ``token_env``), so nothing secret needs to be on disk.
 """
@@ -118,7 +118,7 @@ def profile(explicit: str | None = None) -> Profile:
     token, source = _token(name, data)
     return Profile(
         name=name,
-        url=str(data.get("url", "")).rstrip("/"),
+        url=str(os.environ.get("ATLAS_URL") or data.get("url", "")).rstrip("/"),
         user=str(data.get("user", "")),
         agent=str(data.get("agent", "claude-code")),
         token=token,
