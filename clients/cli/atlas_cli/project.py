@@ -5,7 +5,6 @@ keyed by its path."""
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import os
 import re
@@ -63,20 +62,30 @@ def _git_dir(root: Path) -> Path | None:
 
 
 def git_remote(root: Path) -> str | None:
+    """The ``origin`` remote's url (else the first remote's) from the git config."""
     gitdir = _git_dir(root)
     if gitdir is None:
         return None
-    parser = configparser.RawConfigParser(strict=False)
     try:
-        parser.read(gitdir / "config", encoding="utf-8")
-    except (configparser.Error, OSError):
+        lines = (gitdir / "config").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
         return None
-    remotes = [s for s in parser.sections() if s.startswith('remote "')]
-    preferred = ['remote "origin"', *sorted(remotes)]
-    for section in preferred:
-        if parser.has_option(section, "url"):
-            return parser.get(section, "url").strip()
-    return None
+    section = ""
+    urls: dict[str, str] = {}
+    for raw in lines:
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        name, sep, value = line.partition("=")
+        if sep and name.strip().lower() == "url" and section.startswith("remote "):
+            remote = section[len("remote ") :].strip().strip('"')
+            urls.setdefault(remote, value.strip().strip('"'))
+    if "origin" in urls:
+        return urls["origin"]
+    return urls[sorted(urls)[0]] if urls else None
 
 
 @dataclass(frozen=True)

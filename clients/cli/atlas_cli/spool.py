@@ -187,14 +187,16 @@ class Spool:
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             text = str(exc).lower()
-            if "full" in text:
+            if self.db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
+            if "full" in text:
                 raise SpoolFull(
                     f"the spool {self.path} is full ({exc}): the write was NOT recorded; free "
                     "disk space or raise ATLAS_SPOOL_MAX_MB, then run it again"
