@@ -312,7 +312,9 @@ def heartbeat(ctx: Context, *, timeout: float, session: str | None = None) -> di
     }
     if session:
         body["session_id"] = session
-    return ctx.client.call("POST", ctx.client.user_path("heartbeat"), body, timeout=timeout)
+    presence = ctx.client.call("POST", ctx.client.user_path("heartbeat"), body, timeout=timeout)
+    ctx.spool.put("machine-registered", "1")
+    return presence
 
 
 def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> int:
@@ -474,7 +476,7 @@ def cmd_hooks(args: argparse.Namespace, ctx: Context | None) -> int:
     root = resolve().root
     path = Path(args.settings) if args.settings else hooks.settings_path(args.scope, root)
     if args.hooks_cmd == "install":
-        command = args.command or hooks.default_command(args.scope)
+        command = args.hook_command or hooks.default_command(args.scope)
         done = hooks.install(path, command=command, profile=args.profile, prompt_recall=args.prompt_recall)
     elif args.hooks_cmd == "uninstall":
         done = hooks.uninstall(path)
@@ -520,6 +522,18 @@ def _session(event: dict[str, Any]) -> str | None:
     return str(value) if value else None
 
 
+def start_session(ctx: Context, session: str) -> None:
+    """Spool the session's start once (a hook that missed SessionStart starts it too)."""
+    marker = f"session:{session}"
+    if ctx.spool.get(marker) is None:
+        key = ctx.register_project()
+        args = {"session_id": session, "project_key": key}
+        if ctx.spool.get("machine-registered"):  # the server knows this machine (a heartbeat)
+            args["machine_key"] = config.machine_key()
+        ctx.spool.add("session.start", args)
+        ctx.spool.put(marker, "1")
+
+
 def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> None:
     session = _session(event)
     key = ctx.register_project()
@@ -528,7 +542,7 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
     except (Offline, HttpError) as exc:
         print(f"atlas: heartbeat: {exc}", file=sys.stderr)
     if session:
-        ctx.spool.add("session.start", {"session_id": session, "project_key": key, "machine_key": config.machine_key()})
+        start_session(ctx, session)
     online = True
     try:
         memory_sync(ctx, folder=_memory_dir(ctx), do_pull=True, budget=_left(started) * 0.5)
@@ -615,6 +629,7 @@ def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> N
             queued = True
     session = _session(event)
     if session and queued:
+        start_session(ctx, session)
         rel = str(path)
         ctx.spool.add("session.touch", {"session_id": session, "turns": 0, "writes": 1, "files": [rel[-500:]]})
     if queued:
@@ -624,6 +639,7 @@ def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> N
 def hook_stop(ctx: Context, event: dict[str, Any], started: float) -> None:
     session = _session(event)
     if session:
+        start_session(ctx, session)
         ctx.spool.add("session.touch", {"session_id": session, "turns": 1})
         background_sync(ctx.profile.name)
 
@@ -634,6 +650,7 @@ REASONS = {"clear": "clear", "logout": "logout", "prompt_input_exit": "user_exit
 def hook_session_end(ctx: Context, event: dict[str, Any], started: float) -> None:
     session = _session(event)
     if session:
+        start_session(ctx, session)
         reason = REASONS.get(str(event.get("reason", "")), "completed" if not event.get("reason") else "other")
         ctx.spool.add("session.end", {"session_id": session, "reason": reason})
     ctx.deliver(_left(started))
@@ -643,6 +660,7 @@ def hook_pre_compact(ctx: Context, event: dict[str, Any], started: float) -> Non
     session = _session(event)
     text = checkpoint_text(event)
     if session and text:
+        start_session(ctx, session)
         ctx.spool.add("session.checkpoint", {"session_id": session, "text": text})
         background_sync(ctx.profile.name)
 
@@ -842,7 +860,7 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
         s.add_argument("--scope", choices=["user", "project"], default="user")
         s.add_argument("--settings", help="this settings.json instead")
         if name == "install":
-            s.add_argument("--command", help="how the hook runs atlas (default: this atlas)")
+            s.add_argument("--command", dest="hook_command", help="how the hook runs atlas (default: this atlas)")
             s.add_argument("--prompt-recall", action="store_true", help="also UserPromptSubmit recall")
     s = add("hook", help=argparse.SUPPRESS)
     s.add_argument("name", choices=sorted(HOOKS))
