@@ -219,6 +219,9 @@ class SessionOut(serializers.Serializer[Session]):
     project_key = serializers.CharField(
         source="project.key", allow_null=True, default=None, help_text="Its project."
     )
+    machine_key = serializers.CharField(
+        source="machine.key", allow_null=True, default=None, help_text="The machine it ran on."
+    )
     started_at = serializers.DateTimeField(help_text="Start, server time.")
     last_activity_at = serializers.DateTimeField(help_text="Last turn or touch.")
     ended_at = serializers.DateTimeField(allow_null=True, help_text="End (null: open).")

@@ -424,7 +424,7 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
     elif sub == "semantic-diff":
         emit(args, read(ctx, "GET", "graph/diff", project=key, since=args.since, until=args.until))
     elif sub == "gen-handoff":
-        found = read(ctx, "GET", "graph/handoff", project=key, hours=args.hours, machine_key=config.machine_key(), format="markdown")
+        found = read(ctx, "GET", "graph/handoff", project=key, hours=args.hours, machine_key=config.machine_key(), output="markdown")
         emit(args, found, found.get("markdown", ""))
     elif sub == "reconcile":
         root = ctx.project.root
@@ -580,17 +580,20 @@ def compose_brief(ctx: Context, *, timeout: float) -> str:
     inbox = client.call("GET", client.user_path("messages/inbox"), query={"unread": True, "limit": 10}).get("results", [])
     parts.append("## Unread messages\n" + ("\n".join(f"- #{m['id']} from {m['sender']}: {m['subject'] or m['body'][:120]}" for m in inbox) or "- none"))
     sessions = client.call("GET", client.user_path("sessions"), query={"limit": 20}).get("results", [])
-    elsewhere = [s for s in sessions if s.get("project_key") == key and s.get("session_id") != os.environ.get("CLAUDE_CODE_SESSION_ID")]
+    here = config.machine_key()
+    elsewhere = [s for s in sessions if s.get("project_key") == key and s.get("machine_key") not in (here, None)]
     if elsewhere:
         last = elsewhere[0]
         parts.append(
-            f"## Last session\n- {last['session_id']} ({last['agent']}), started {last['started_at']}, "
+            f"## Last session on another machine ({last['machine_key']})\n"
+            f"- {last['session_id']} ({last['agent']}), started {last['started_at']}, "
+            f"ended {last.get('ended_at') or 'not yet'}, "
             f"{last['turns']} turns, files: {', '.join(last.get('files_touched', [])[:10]) or 'none'}"
         )
     try:
         handoff = client.call(
             "GET", client.user_path("graph/handoff"),
-            query={"project": key, "hours": 24, "machine_key": config.machine_key(), "format": "markdown"},
+            query={"project": key, "hours": 24, "machine_key": config.machine_key(), "output": "markdown"},
         )
         if handoff.get("markdown"):
             parts.append("## Recent entity changes\n" + str(handoff["markdown"])[:4000])
