@@ -87,7 +87,9 @@ def session_get(*, agent: Agent, session_id: str) -> Session:
 def session_list(
     *, user: User, agent_slug: str | None = None, open_only: bool = False, limit: int = 50
 ) -> list[Session]:
-    sessions = Session.objects.filter(agent__user=user).select_related("agent", "project", "machine")
+    sessions = Session.objects.filter(agent__user=user).select_related(
+        "agent", "project", "machine"
+    )
     if agent_slug:
         sessions = sessions.filter(agent__slug=agent_slug)
     if open_only:

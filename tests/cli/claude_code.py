@@ -28,8 +28,16 @@ def install() -> Path:
     if not _works(binary):
         prefix.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-             "--loglevel=error", f"@anthropic-ai/claude-code@{VERSION}"],
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                f"@anthropic-ai/claude-code@{VERSION}",
+            ],
             check=True,
             timeout=600,
         )
@@ -73,7 +81,7 @@ class ScriptedModel:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
@@ -89,11 +97,18 @@ class ScriptedModel:
 
             def _json(self, blocks: list[dict[str, Any]]) -> None:
                 stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                data = json.dumps({
-                    "id": "msg_scripted", "type": "message", "role": "assistant",
-                    "model": "scripted", "content": blocks, "stop_reason": stop,
-                    "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
-                }).encode()
+                data = json.dumps(
+                    {
+                        "id": "msg_scripted",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "scripted",
+                        "content": blocks,
+                        "stop_reason": stop,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -109,22 +124,55 @@ class ScriptedModel:
                 def event(name: str, data: dict[str, Any]) -> None:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
 
-                event("message_start", {"type": "message_start", "message": {
-                    "id": "msg_scripted", "type": "message", "role": "assistant",
-                    "model": "scripted", "content": [], "stop_reason": None,
-                    "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}})
+                event(
+                    "message_start",
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "id": "msg_scripted",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": "scripted",
+                            "content": [],
+                            "stop_reason": None,
+                            "stop_sequence": None,
+                            "usage": {"input_tokens": 1, "output_tokens": 1},
+                        },
+                    },
+                )
                 for index, block in enumerate(blocks):
                     if block["type"] == "tool_use":
-                        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-                        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                        start = {
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        }
+                        delta = {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        }
                     else:
                         start = {"type": "text", "text": ""}
                         delta = {"type": "text_delta", "text": block["text"]}
-                    event("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
-                    event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                    event(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": start},
+                    )
+                    event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": index, "delta": delta},
+                    )
                     event("content_block_stop", {"type": "content_block_stop", "index": index})
                 stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 1}})
+                event(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 1},
+                    },
+                )
                 event("message_stop", {"type": "message_stop"})
                 self.wfile.flush()
 

@@ -8,14 +8,17 @@ request forever, drop the answer after the server applied the request, or answer
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -53,11 +56,16 @@ def atlas_bin() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (venv / "bin" / "atlas").exists():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-            subprocess.run(
-                [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(CLI_SOURCE)],
-                check=True,
-                timeout=300,
-            )
+            with tempfile.TemporaryDirectory() as scratch:  # the build leaves the tree alone
+                source = Path(scratch) / "cli"
+                shutil.copytree(
+                    CLI_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info")
+                )
+                subprocess.run(
+                    [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(source)],
+                    check=True,
+                    timeout=300,
+                )
     return venv / "bin"
 
 
@@ -112,7 +120,12 @@ class Cli:
         return env
 
     def run(
-        self, *args: str, stdin: str | None = None, timeout: float = 60, cwd: Path | None = None, **env: str
+        self,
+        *args: str,
+        stdin: str | None = None,
+        timeout: float = 60,
+        cwd: Path | None = None,
+        **env: str,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(self.bin / "atlas"), *args],
@@ -232,10 +245,8 @@ class Proxy:
             if mode == "drop":
                 self.dropped += 1
                 return  # the server applied it; the client never hears back
-            try:
+            with contextlib.suppress(OSError):
                 conn.sendall(answer)
-            except OSError:
-                pass
 
     def close(self) -> None:
         self.closed = True

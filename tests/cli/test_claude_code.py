@@ -37,9 +37,17 @@ def model():
             return [{"type": "text", "text": "The plan is written."}]
         said = " ".join(str(b.get("text", "")) for b in blocks)
         if "Write" in tools and "write the plan" in said:
-            path = re.search(r"(/\S+/plan\.md)", said).group(1)
-            return [{"type": "tool_use", "id": "toolu_plan", "name": "Write",
-                     "input": {"file_path": path, "content": PLAN}}]
+            found = re.search(r"(/\S+/plan\.md)", said)
+            assert found is not None, said
+            path = found.group(1)
+            return [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_plan",
+                    "name": "Write",
+                    "input": {"file_path": path, "content": PLAN},
+                }
+            ]
         return [{"type": "text", "text": "Nothing to do."}]
 
     scripted = claude_code.ScriptedModel(script)
@@ -60,14 +68,21 @@ def run_claude(claude, cli, repo, model, prompt):
     (cli.home / "tmp").mkdir(exist_ok=True)
     done = subprocess.run(
         [str(claude), "-p", prompt, "--output-format", "json", "--allowedTools", "Write"],
-        cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     return json.loads(done.stdout)
 
 
 def install_hooks(cli, repo):
-    done = cli.run("hooks", "install", "--scope", "project", "--command", str(cli.bin / "atlas"), cwd=repo)
+    done = cli.run(
+        "hooks", "install", "--scope", "project", "--command", str(cli.bin / "atlas"), cwd=repo
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -83,11 +98,16 @@ def test_claude_code_sessions_on_two_machines_share_their_work_through_atlas(
     a.json("sync", cwd=repo_a)
 
     assert first["result"] == "The plan is written."
-    assert (repo_a / "docs" / "plan.md").exists(), json.dumps(model.requests[-1]["messages"][-1])[:3000]
+    assert (repo_a / "docs" / "plan.md").exists(), json.dumps(model.requests[-1]["messages"][-1])[
+        :3000
+    ]
     assert (repo_a / "docs" / "plan.md").read_text() == PLAN
     [session] = Session.objects.filter(agent__slug="claude-code")
     assert session.turns >= 1 and session.writes >= 1 and session.ended_at is not None
-    assert session.project.key == a.json("status", cwd=repo_a)["project"]["key"]
+    assert (
+        session.project is not None
+        and session.project.key == a.json("status", cwd=repo_a)["project"]["key"]
+    )
     assert str(repo_a / "docs" / "plan.md") in session.files_touched
     upserts = [r for r in a.spool_rows() if r["kind"] == "entity.upsert"]
     assert len(upserts) == 1

@@ -9,13 +9,14 @@ import signal
 import sqlite3
 import subprocess
 import time
+from typing import Any
 
 import pytest
 
 from agents.models import AppliedOperation, Task
 from memory.selectors import memory_counts
-from tenants.services.tokens import token_revoke
 from tenants.models import PlatformToken
+from tenants.services.tokens import token_revoke
 from tests.cli.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +27,9 @@ def semantic(user) -> int:
 
 
 def test_remember_online_is_applied_and_recalled(cli, server):
-    done = cli.json("remember", "decision", "We deploy with blue-green on Fridays", "--title", "deploys")
+    done = cli.json(
+        "remember", "decision", "We deploy with blue-green on Fridays", "--title", "deploys"
+    )
 
     assert done["state"] == "done" and done["status"] == "applied"
     found = cli.json("recall", "how do we deploy")
@@ -34,7 +37,9 @@ def test_remember_online_is_applied_and_recalled(cli, server):
     assert semantic(server.user) == 1
 
 
-def test_remember_while_the_server_refuses_connections_is_delivered_once_by_the_next_sync(cli, server):
+def test_remember_while_the_server_refuses_connections_is_delivered_once_by_the_next_sync(
+    cli, server
+):
     closed = f"http://127.0.0.1:{free_port()}"
 
     offline = cli.run("remember", "The staging database is db-7", ATLAS_URL=closed)
@@ -63,7 +68,9 @@ def test_an_answer_lost_after_the_server_applied_it_replays_as_a_duplicate(cli, 
     assert [r["status"] for r in cli.spool_rows() if r["kind"] == "memory.write"] == ["duplicate"]
 
 
-def test_the_cluster_down_during_a_batch_is_retried_then_applied_exactly_once(cli, server, settings):
+def test_the_cluster_down_during_a_batch_is_retried_then_applied_exactly_once(
+    cli, server, settings
+):
     cli.run("task", "start", "Rotate the keys", ATLAS_URL=f"http://127.0.0.1:{free_port()}")
     cli.run("remember", "Keys rotate every 90 days", ATLAS_URL=f"http://127.0.0.1:{free_port()}")
     good_url = settings.ATLAS_ES_URL
@@ -105,7 +112,10 @@ def test_two_syncs_at_once_deliver_every_operation_once(cli, server):
 
     runs = [
         subprocess.Popen(
-            [str(cli.bin / "atlas"), "sync", "--json"], env=cli.env(), stdout=subprocess.PIPE, text=True
+            [str(cli.bin / "atlas"), "sync", "--json"],
+            env=cli.env(),
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(2)
     ]
@@ -123,7 +133,8 @@ def test_a_tampered_payload_is_quarantined_and_the_rest_delivered(cli, server):
     cli.run("remember", "second note", ATLAS_URL=closed)
     with sqlite3.connect(cli.spool_file) as db:
         db.execute(
-            "UPDATE ops SET args = replace(args, 'first note', 'forged note') WHERE kind='memory.write' AND args LIKE '%first note%'"
+            "UPDATE ops SET args = replace(args, 'first note', 'forged note') "
+            "WHERE kind = 'memory.write' AND args LIKE '%first note%'"
         )
 
     report = cli.json("sync")
@@ -155,10 +166,18 @@ def test_a_full_spool_refuses_the_write_loudly_and_keeps_what_it_had(cli, server
         for n in range(40)
     ]
     transcript = cli.home / "t.jsonl"
-    lines = [{"message": {"role": "user", "content": f"prompt {n} " + "y" * 290}} for n in range(8)]
-    lines.append({"message": {"role": "assistant", "content": [{"type": "text", "text": "z" * 1500}]}})
+    lines: list[dict[str, Any]] = [
+        {"message": {"role": "user", "content": f"prompt {n} " + "y" * 290}} for n in range(8)
+    ]
+    lines.append(
+        {"message": {"role": "assistant", "content": [{"type": "text", "text": "z" * 1500}]}}
+    )
     transcript.write_text("\n".join(json.dumps(line) for line in lines))
-    event = {"session_id": "s1", "hook_event_name": "PreCompact", "transcript_path": str(transcript)}
+    event = {
+        "session_id": "s1",
+        "hook_event_name": "PreCompact",
+        "transcript_path": str(transcript),
+    }
     hook = cli.run("hook", "pre-compact", stdin=json.dumps(event), ATLAS_SPOOL_MAX_MB="0.1")
 
     assert 6 in codes  # "the write was NOT recorded"
@@ -193,12 +212,17 @@ def test_a_10_second_server_costs_the_hook_its_budget_only_and_nothing_is_lost(c
     proxy.mode, proxy.delay = "slow", 10.0
     started = time.monotonic()
     hook = cli.run(
-        "hook", "session-start",
-        stdin=json.dumps({"session_id": "slow-1", "hook_event_name": "SessionStart", "source": "startup"}),
+        "hook",
+        "session-start",
+        stdin=json.dumps(
+            {"session_id": "slow-1", "hook_event_name": "SessionStart", "source": "startup"}
+        ),
         ATLAS_URL=proxy.url,
     )
     took = time.monotonic() - started
-    remember = cli.run("--timeout", "1", "remember", "written against a slow server", ATLAS_URL=proxy.url)
+    remember = cli.run(
+        "--timeout", "1", "remember", "written against a slow server", ATLAS_URL=proxy.url
+    )
 
     assert hook.returncode == 0 and took < 8, took
     brief = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -34,14 +34,17 @@ def test_a_session_start_stop_end_is_one_session_with_its_turns_and_a_brief(cli,
     start, took = hook(cli, "session-start", event("SessionStart", source="startup"), repo)
     for _ in range(3):
         hook(cli, "stop", event("Stop", stop_hook_active=False), repo)
-    end, _ = hook(cli, "session-end", event("SessionEnd", reason="prompt_input_exit"), repo)
+    hook(cli, "session-end", event("SessionEnd", reason="prompt_input_exit"), repo)
 
     assert start.returncode == 0 and took < 6
     brief = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Migrate the checkout" in brief and "Stripe" in brief
     session = Session.objects.get(external_id="sess-1")
     assert session.turns == 3 and session.end_reason == "user_exit" and session.ended_at
-    assert session.project.key == cli.json("status", cwd=repo)["project"]["key"]
+    assert (
+        session.project is not None
+        and session.project.key == cli.json("status", cwd=repo)["project"]["key"]
+    )
 
 
 def test_the_brief_is_cached_and_marked_offline_when_the_server_is_away(cli, server, tmp_path):
@@ -50,7 +53,10 @@ def test_the_brief_is_cached_and_marked_offline_when_the_server_is_away(cli, ser
     hook(cli, "session-start", event("SessionStart", session="s-a"), repo)
 
     offline, took = hook(
-        cli, "session-start", event("SessionStart", session="s-b"), repo,
+        cli,
+        "session-start",
+        event("SessionStart", session="s-b"),
+        repo,
         ATLAS_URL=f"http://127.0.0.1:{free_port()}",
     )
 
@@ -59,13 +65,19 @@ def test_the_brief_is_cached_and_marked_offline_when_the_server_is_away(cli, ser
     assert brief.startswith("(Atlas is offline") and "Write the runbook" in brief
 
 
-def test_a_memory_file_written_while_the_server_refuses_is_delivered_once_by_the_next_sync(cli, server, tmp_path):
+def test_a_memory_file_written_while_the_server_refuses_is_delivered_once_by_the_next_sync(
+    cli, server, tmp_path
+):
     repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
-    folder = cli.home / "claude" / "projects" / str(repo).replace("/", "-").replace("_", "-") / "memory"
+    folder = (
+        cli.home / "claude" / "projects" / str(repo).replace("/", "-").replace("_", "-") / "memory"
+    )
     folder.mkdir(parents=True)
     (folder / "deploys.md").write_text("---\nname: deploys\n---\nBlue-green, Fridays only.\n")
     closed = f"http://127.0.0.1:{free_port()}"
-    payload = event("PostToolUse", tool_name="Write", tool_input={"file_path": str(folder / "deploys.md")})
+    payload = event(
+        "PostToolUse", tool_name="Write", tool_input={"file_path": str(folder / "deploys.md")}
+    )
 
     done, took = hook(cli, "post-tool-use", payload, repo, ATLAS_URL=closed)
     first = cli.json("sync", cwd=repo)
@@ -84,12 +96,29 @@ def test_pre_compact_keeps_a_checkpoint_as_an_episodic_memory(cli, server, tmp_p
     transcript.write_text(
         json.dumps({"message": {"role": "user", "content": "Add retries to the payment client"}})
         + "\n"
-        + json.dumps({"message": {"role": "assistant", "content": [
-            {"type": "tool_use", "name": "Write", "input": {"file_path": "pay/client.py"}},
-            {"type": "text", "text": "Retries added with exponential backoff."}]}})
+        + json.dumps(
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "name": "Write",
+                            "input": {"file_path": "pay/client.py"},
+                        },
+                        {"type": "text", "text": "Retries added with exponential backoff."},
+                    ],
+                }
+            }
+        )
     )
 
-    done, _ = hook(cli, "pre-compact", event("PreCompact", trigger="manual", transcript_path=str(transcript)), repo)
+    done, _ = hook(
+        cli,
+        "pre-compact",
+        event("PreCompact", trigger="manual", transcript_path=str(transcript)),
+        repo,
+    )
     cli.json("sync", cwd=repo)
 
     assert done.returncode == 0
@@ -99,7 +128,9 @@ def test_pre_compact_keeps_a_checkpoint_as_an_episodic_memory(cli, server, tmp_p
 
 
 @pytest.mark.parametrize("stdin", ["", "{not json", "[1, 2]", "\x00\xff"])
-@pytest.mark.parametrize("name", ["session-start", "post-tool-use", "stop", "session-end", "pre-compact"])
+@pytest.mark.parametrize(
+    "name", ["session-start", "post-tool-use", "stop", "session-end", "pre-compact"]
+)
 def test_malformed_or_empty_stdin_exits_0_at_once(cli, server, tmp_path, name, stdin):
     repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
 
@@ -126,10 +157,19 @@ def test_hooks_install_merges_idempotently_and_uninstall_removes_exactly_its_ent
 
     hooks = installed["hooks"]
     assert sorted(hooks) == ["PostToolUse", "PreCompact", "SessionEnd", "SessionStart", "Stop"]
-    ours = [h for groups in hooks.values() for g in groups for h in g["hooks"] if "atlas" in h["command"]]
+    ours = [
+        h
+        for groups in hooks.values()
+        for g in groups
+        for h in g["hooks"]
+        if "atlas" in h["command"]
+    ]
     assert len(ours) == 5  # installing twice added nothing
     assert hooks["PostToolUse"][0] == theirs and installed["model"] == "x"
     assert backups
-    assert cli.run("login", "--url", "http://x", "--user", "u", "--token", "atlas_secret").returncode == 0
+    assert (
+        cli.run("login", "--url", "http://x", "--user", "u", "--token", "atlas_secret").returncode
+        == 0
+    )
     assert "atlas_" not in settings.read_text() and "token" not in json.dumps(installed).lower()
     assert after == {"model": "x", "hooks": {"PostToolUse": [theirs]}}

@@ -11,12 +11,16 @@ import pytest
 
 from agents.models import MemoryFile, Project
 from agents.services.projects import project_key
+from atlas_platform.exceptions import NotFound
 from memory.selectors import memory_get, memory_history
 from tests.cli.conftest import free_port, git_repo, make_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NOTE = "---\nname: testing\ndescription: how we test\ntype: project\n---\n# Testing\n\nRun `make test` before every push.\n"
+NOTE = (
+    "---\nname: testing\ndescription: how we test\ntype: project\n---\n"
+    "# Testing\n\nRun `make test` before every push.\n"
+)
 
 
 @pytest.fixture
@@ -33,7 +37,9 @@ def memdir(cli, repo):
 
 
 def sync(cli, repo, *extra, **env):
-    return cli.run("sync-memories", "--dir", str(memdir(cli, repo)), "--json", *extra, cwd=repo, **env)
+    return cli.run(
+        "sync-memories", "--dir", str(memdir(cli, repo)), "--json", *extra, cwd=repo, **env
+    )
 
 
 def test_the_same_repository_at_two_paths_is_one_project(two_machines, server):
@@ -84,7 +90,7 @@ def test_an_edit_supersedes_and_a_delete_forgets(two_machines, server):
 
     assert row.version == 2 and chain == [first, row.memory_id]
     assert gone.deleted and gone.memory_id == ""
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         memory_get(user=server.user, memory_id=row.memory_id)
 
 
@@ -99,7 +105,9 @@ def test_two_projects_testing_md_never_collide(atlas_bin, tmp_path, server):
 
     assert MemoryFile.objects.filter(path="testing.md").count() == 2
     hashes = set(MemoryFile.objects.values_list("content_hash", flat=True))
-    assert hashes == {hashlib.sha256(t.encode()).hexdigest() for t in ("one's notes\n", "two's notes\n")}
+    assert hashes == {
+        hashlib.sha256(t.encode()).hexdigest() for t in ("one's notes\n", "two's notes\n")
+    }
 
 
 def test_two_machines_editing_the_same_file_offline_get_a_conflict_file(two_machines, server):
@@ -131,4 +139,6 @@ def test_two_machines_editing_the_same_file_offline_get_a_conflict_file(two_mach
     merged = sync(b, repo_b)
     assert json.loads(merged.stdout)["pushed"] == ["testing.md"]
     row.refresh_from_db()
-    assert memory_get(user=server.user, memory_id=row.memory_id).text == NOTE + "A's edit\nB's edit\n"
+    assert (
+        memory_get(user=server.user, memory_id=row.memory_id).text == NOTE + "A's edit\nB's edit\n"
+    )

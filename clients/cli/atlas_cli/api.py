@@ -24,8 +24,9 @@ class Offline(Exception):
 class HttpError(Exception):
     def __init__(self, status: int, body: Any) -> None:
         self.status = status
-        self.body = body if isinstance(body, dict) else {}
-        error = self.body.get("error") if isinstance(self.body.get("error"), dict) else {}
+        self.body: dict[str, Any] = body if isinstance(body, dict) else {}
+        found = self.body.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else {}
         self.code = str(error.get("code", f"http_{status}"))
         self.message = str(error.get("message", f"HTTP {status}"))
         self.details = error.get("details") or error.get("fields") or {}
@@ -55,7 +56,9 @@ class Client:
             pairs = {k: _q(v) for k, v in query.items() if v is not None}
             url += "?" + urllib.parse.urlencode(pairs)
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(url, data=data, method=method)
+        if not url.startswith(("http://", "https://")):
+            raise Offline(f"{self.profile.url!r} is not an http(s) URL")
+        request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - checked
         request.add_header("Accept", "application/json")
         request.add_header("User-Agent", f"atlas-cli/{__version__}")
         if data is not None:
@@ -75,7 +78,7 @@ class Client:
             reason = exc.reason
             sent = isinstance(reason, (TimeoutError, socket.timeout))
             raise Offline(f"{self.profile.url} unreachable ({reason})", sent=sent) from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise Offline(f"{self.profile.url} did not answer in {limit:.1f}s", sent=True) from None
         except (ConnectionError, OSError) as exc:  # reset or closed mid-answer
             raise Offline(f"{self.profile.url}: connection lost ({exc})", sent=True) from None

@@ -79,16 +79,23 @@ def read(ctx: Context, method: str, rest: str, body: Any = None, **query: Any) -
 def cmd_login(args: argparse.Namespace) -> int:
     name = config.profile_name(args.profile)
     token = args.token
-    if token == "-":
+    if token == "-":  # noqa: S105 - "read it from stdin", not a password
         token = sys.stdin.readline().strip()
     path = config.login(
-        name=name, url=args.url, user=args.user, agent=args.agent, token=token, token_env=args.token_env
+        name=name,
+        url=args.url,
+        user=args.user,
+        agent=args.agent,
+        token=token,
+        token_env=args.token_env,
     )
     if args.default:
         data = config.load()
         data["default_profile"] = name
         config.save(data)
-    emit(args, {"profile": name, "token_file": str(path) if path else None}, f"profile {name} saved")
+    emit(
+        args, {"profile": name, "token_file": str(path) if path else None}, f"profile {name} saved"
+    )
     return OK
 
 
@@ -111,7 +118,8 @@ def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
     }
     human = (
         f"{ctx.profile.name}: {ctx.profile.url} as {ctx.profile.user}/{ctx.profile.agent} "
-        f"({'online' if reachable else 'OFFLINE'})\nproject {ctx.project.name} {ctx.project.key[:12]}\n"
+        f"({'online' if reachable else 'OFFLINE'})\n"
+        f"project {ctx.project.name} {ctx.project.key[:12]}\n"
         f"spool: {counts['pending']} pending, {counts['quarantined']} quarantined, "
         f"{counts['conflict']} conflicts"
     )
@@ -141,18 +149,27 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     except (Offline, HttpError) as exc:
         check("token valid", False, str(exc))
     check("project", True, f"{ctx.project.root} -> {ctx.project.key[:12]}")
-    places = [hooks.settings_path("user", ctx.project.root), hooks.settings_path("project", ctx.project.root)]
+    places = [
+        hooks.settings_path("user", ctx.project.root),
+        hooks.settings_path("project", ctx.project.root),
+    ]
     found = {str(p): hooks.installed(p) for p in places}
     check("hooks", any(found.values()), json.dumps(found))
     counts = ctx.spool.counts()
-    inside = ctx.spool.path.resolve().is_relative_to(ctx.project.root) if ctx.project.root != Path("/") else False
+    inside = (
+        ctx.spool.path.resolve().is_relative_to(ctx.project.root)
+        if ctx.project.root != Path("/")
+        else False
+    )
     check(
         "spool",
         counts["quarantined"] == 0 and not inside,
         f"{ctx.spool.path}: {counts}" + (" (inside the project!)" if inside else ""),
     )
     ok = all(c["ok"] for c in checks)
-    human = "\n".join(f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}" for c in checks)
+    human = "\n".join(
+        f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}" for c in checks
+    )
     emit(args, {"ok": ok, "checks": checks}, human)
     return OK if ok else ERROR
 
@@ -175,7 +192,11 @@ def cmd_remember(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
     if args.superseded_by:
-        payload = {"text": args.superseded_by, "supersedes": [args.memory_id], "project_key": ctx.register_project()}
+        payload = {
+            "text": args.superseded_by,
+            "supersedes": [args.memory_id],
+            "project_key": ctx.register_project(),
+        }
         op_id, _ = ctx.write("memory.write", payload)
         return written(args, ctx, op_id, "superseded")
     op_id, _ = ctx.write("memory.forget", {"memory_id": args.memory_id})
@@ -190,13 +211,19 @@ def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
         body["mode"] = "semantic"
     found = read(ctx, "POST", "recall", body)
     hits = found.get("hits", [])
-    lines = [f"{h.get('id')}  [{h.get('memory_type')}]  {str(h.get('text', ''))[:200]}" for h in hits]
+    lines = [
+        f"{h.get('id')}  [{h.get('memory_type')}]  {str(h.get('text', ''))[:200]}" for h in hits
+    ]
     emit(args, found, "\n".join(lines) or "(nothing recalled)")
     return OK
 
 
 def cmd_log(args: argparse.Namespace, ctx: Context) -> int:
-    payload: dict[str, Any] = {"text": " ".join(args.text), "tags": ["session-log"], "project_key": ctx.register_project()}
+    payload: dict[str, Any] = {
+        "text": " ".join(args.text),
+        "tags": ["session-log"],
+        "project_key": ctx.register_project(),
+    }
     session = args.session or os.environ.get("CLAUDE_CODE_SESSION_ID")
     if session:
         payload["session_id"] = session
@@ -208,7 +235,8 @@ def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
     found = read(ctx, "GET", "sessions", limit=args.limit)
     rows = found.get("results", [])
     lines = [
-        f"{r['session_id']}  {r['agent']}  {r['started_at']}  turns={r['turns']} writes={r['writes']}"
+        f"{r['session_id']}  {r['agent']}  {r['started_at']}  "
+        f"turns={r['turns']} writes={r['writes']}"
         f"  {r['end_reason'] or 'open'}"
         for r in rows
     ]
@@ -224,7 +252,9 @@ def _task_version(ctx: Context, task_id: int) -> int | dict[str, Any]:
         if row["kind"] == "task.transition" and args.get("task_id") == task_id:
             return {"$ref": row["id"], "field": "version"}
     try:
-        tasks = ctx.client.call("GET", ctx.client.user_path("tasks"), query={"limit": 200}, timeout=3)
+        tasks = ctx.client.call(
+            "GET", ctx.client.user_path("tasks"), query={"limit": 200}, timeout=3
+        )
         for task in tasks.get("results", []):
             if task.get("id") == task_id:
                 return int(task["version"])
@@ -233,7 +263,10 @@ def _task_version(ctx: Context, task_id: int) -> int | dict[str, Any]:
     cached = ctx.spool.get(f"task:{task_id}:version")
     if cached:
         return int(cached)
-    raise Failure(f"task {task_id}: its version is unknown offline; run `atlas task list` online first", OFFLINE)
+    raise Failure(
+        f"task {task_id}: its version is unknown offline; run `atlas task list` online first",
+        OFFLINE,
+    )
 
 
 def cmd_task(args: argparse.Namespace, ctx: Context) -> int:
@@ -250,7 +283,11 @@ def cmd_task(args: argparse.Namespace, ctx: Context) -> int:
         emit(args, found, "\n".join(lines) or "(no open tasks)")
         return OK
     if args.task_cmd == "start":
-        create = {"title": " ".join(args.title), "priority": args.priority, "project_key": ctx.register_project()}
+        create = {
+            "title": " ".join(args.title),
+            "priority": args.priority,
+            "project_key": ctx.register_project(),
+        }
         if args.description:
             create["description"] = args.description
         created = ctx.spool.add("task.create", create)
@@ -261,7 +298,11 @@ def cmd_task(args: argparse.Namespace, ctx: Context) -> int:
         }
         op_id, _ = ctx.write("task.transition", start)
         return written(args, ctx, op_id, "task start")
-    state = {"done": "completed", "fail": "failed", "update": args.state if args.task_cmd == "update" else None}[args.task_cmd]
+    state = {
+        "done": "completed",
+        "fail": "failed",
+        "update": args.state if args.task_cmd == "update" else None,
+    }[args.task_cmd]
     payload: dict[str, Any] = {
         "task_id": args.id,
         "to_state": state,
@@ -314,18 +355,27 @@ def heartbeat(ctx: Context, *, timeout: float, session: str | None = None) -> di
         body["session_id"] = session
     presence = ctx.client.call("POST", ctx.client.user_path("heartbeat"), body, timeout=timeout)
     ctx.spool.put("machine-registered", "1")
-    return presence
+    return presence if isinstance(presence, dict) else {}
 
 
 def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> int:
     try:
         presence = heartbeat(ctx, timeout=ctx.timeout)
     except Offline as exc:
-        emit(args, {"online": False}, f"offline, heartbeat not sent (not spooled: an old one says nothing): {exc}")
+        emit(
+            args,
+            {"online": False},
+            f"offline, heartbeat not sent (not spooled: an old one says nothing): {exc}",
+        )
         return OK
     except HttpError as exc:
         raise Failure(str(exc), AUTH if exc.status in (401, 403) else REFUSED) from None
-    emit(args, presence, f"{presence.get('agent')} on {presence.get('machine', {}).get('label')}: {presence.get('status')}")
+    emit(
+        args,
+        presence,
+        f"{presence.get('agent')} on {presence.get('machine', {}).get('label')}: "
+        f"{presence.get('status')}",
+    )
     return OK
 
 
@@ -334,7 +384,8 @@ def cmd_sync(args: argparse.Namespace, ctx: Context) -> int:
     data = {**report.as_dict(), "spool": ctx.spool.counts()}
     human = (
         f"sent {report.sent}: {report.applied} applied, {report.duplicate} duplicate, "
-        f"{len(report.conflict)} conflict, {len(report.rejected)} rejected, {report.retry} to retry; "
+        f"{len(report.conflict)} conflict, {len(report.rejected)} rejected, "
+        f"{report.retry} to retry; "
         f"{report.pending} pending" + (f"\nstopped: {report.stopped}" if report.stopped else "")
     )
     if not args.quiet:
@@ -354,7 +405,14 @@ def memory_sync(ctx: Context, *, folder: Path, do_pull: bool, budget: float) -> 
     ctx.deliver(budget)
     if do_pull:
         remote = read(ctx, "GET", "memory-files", project=key, content=True)
-        memsync.pull(ctx.spool, remote.get("results", []), project_key=key, folder=folder, machine_key=machine, report=report)
+        memsync.pull(
+            ctx.spool,
+            remote.get("results", []),
+            project_key=key,
+            folder=folder,
+            machine_key=machine,
+            report=report,
+        )
     return report
 
 
@@ -363,7 +421,8 @@ def cmd_sync_memories(args: argparse.Namespace, ctx: Context) -> int:
     report = memory_sync(ctx, folder=folder, do_pull=args.pull, budget=args.budget)
     data = {"folder": str(folder), **report.as_dict()}
     human = (
-        f"{folder}: pushed {len(report.pushed)}, deleted {len(report.deleted)}, pulled {len(report.pulled)}, "
+        f"{folder}: pushed {len(report.pushed)}, deleted {len(report.deleted)}, "
+        f"pulled {len(report.pulled)}, "
         f"removed {len(report.removed)}, conflicts {len(report.conflicts)}"
         + "".join(f"\nconflict: {c}" for c in report.conflicts)
     )
@@ -399,14 +458,26 @@ def entity_args(ctx: Context, path: Path) -> dict[str, Any] | None:
 
 def cmd_entity(args: argparse.Namespace, ctx: Context) -> int:
     ctx.register_project()
-    paths = [Path(args.path)] if args.entity_cmd == "index-file" else [
-        p for p in sorted(Path(args.root or ctx.project.root).rglob("*.md"))
-        if not any(part.startswith(".") or part == "node_modules" for part in p.relative_to(ctx.project.root).parts)
-    ]
+    paths = (
+        [Path(args.path)]
+        if args.entity_cmd == "index-file"
+        else [
+            p
+            for p in sorted(Path(args.root or ctx.project.root).rglob("*.md"))
+            if not any(
+                part.startswith(".") or part == "node_modules"
+                for part in p.relative_to(ctx.project.root).parts
+            )
+        ]
+    )
     spooled = [a for a in (entity_args(ctx, p) for p in paths) if a is not None]
     ids = [ctx.spool.add("entity.upsert", a) for a in spooled]
     report = ctx.deliver(ctx.timeout)
-    emit(args, {"spooled": len(ids), "delivery": report.as_dict()}, f"{len(ids)} entities spooled; sent {report.sent}, pending {report.pending}")
+    emit(
+        args,
+        {"spooled": len(ids), "delivery": report.as_dict()},
+        f"{len(ids)} entities spooled; sent {report.sent}, pending {report.pending}",
+    )
     return OK
 
 
@@ -414,8 +485,16 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
     key = ctx.project.key
     sub = args.graph_cmd
     if sub == "search":
-        found = read(ctx, "POST", "graph/search", {"query": " ".join(args.query), "project": key, "k": args.k})
-        lines = [f"{r['entity']['key']}  {r['entity'].get('status') or ''}  {r['entity'].get('title')}" for r in found.get("results", [])]
+        found = read(
+            ctx,
+            "POST",
+            "graph/search",
+            {"query": " ".join(args.query), "project": key, "k": args.k},
+        )
+        lines = [
+            f"{r['entity']['key']}  {r['entity'].get('status') or ''}  {r['entity'].get('title')}"
+            for r in found.get("results", [])
+        ]
         emit(args, found, "\n".join(lines) or "(no entities)")
     elif sub == "related":
         emit(args, read(ctx, "GET", "graph/related", project=key, key=args.key, depth=args.depth))
@@ -424,7 +503,15 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
     elif sub == "semantic-diff":
         emit(args, read(ctx, "GET", "graph/diff", project=key, since=args.since, until=args.until))
     elif sub == "gen-handoff":
-        found = read(ctx, "GET", "graph/handoff", project=key, hours=args.hours, machine_key=config.machine_key(), output="markdown")
+        found = read(
+            ctx,
+            "GET",
+            "graph/handoff",
+            project=key,
+            hours=args.hours,
+            machine_key=config.machine_key(),
+            output="markdown",
+        )
         emit(args, found, found.get("markdown", ""))
     elif sub == "reconcile":
         root = ctx.project.root
@@ -433,18 +520,39 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
             for p in sorted(root.rglob("*.md"))
             if not any(part.startswith(".") for part in p.relative_to(root).parts)
         ]
-        plan = read(ctx, "POST", "graph/reconcile/plan", {"project_key": key, "roots": args.root or [""], "files": files})
+        plan = read(
+            ctx,
+            "POST",
+            "graph/reconcile/plan",
+            {"project_key": key, "roots": args.root or [""], "files": files},
+        )
         names = [c["key"] for c in plan.get("candidates", [])]
         if not args.apply:
-            emit(args, plan, "would delete: " + (", ".join(names) or "nothing") + "\n(plan only; --apply to apply)")
+            emit(
+                args,
+                plan,
+                "would delete: "
+                + (", ".join(names) or "nothing")
+                + "\n(plan only; --apply to apply)",
+            )
             return OK
         if names and not args.yes:
             answer = input(f"delete {len(names)} entities ({', '.join(names[:10])})? [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 emit(args, {"applied": False}, "nothing deleted")
                 return OK
-        receipt = read(ctx, "POST", "graph/reconcile/apply", {"plan_id": plan["plan_id"], "manifest_hash": plan["manifest_hash"]})
-        emit(args, receipt, f"deleted {len(receipt.get('deleted', []))}; restorable until {receipt.get('restorable_until')}")
+        receipt = read(
+            ctx,
+            "POST",
+            "graph/reconcile/apply",
+            {"plan_id": plan["plan_id"], "manifest_hash": plan["manifest_hash"]},
+        )
+        emit(
+            args,
+            receipt,
+            f"deleted {len(receipt.get('deleted', []))}; "
+            f"restorable until {receipt.get('restorable_until')}",
+        )
     return OK
 
 
@@ -453,16 +561,31 @@ def cmd_spool(args: argparse.Namespace, ctx: Context) -> int:
     if args.spool_cmd == "ls":
         states = None if args.all else ("pending", "quarantined", "conflict")
         rows = spool.rows(states, limit=args.limit)
-        data = [{k: r[k] for k in ("seq", "id", "kind", "state", "status", "attempts", "error")} for r in rows]
-        lines = [f"{r['seq']:>5} {r['id']} {r['kind']:<18} {r['state']:<11} {r['status'] or ''} {r['error'] or ''}" for r in rows]
-        emit(args, {"operations": data, "counts": spool.counts()}, "\n".join(lines) or "(spool empty)")
+        data = [
+            {k: r[k] for k in ("seq", "id", "kind", "state", "status", "attempts", "error")}
+            for r in rows
+        ]
+        lines = [
+            f"{r['seq']:>5} {r['id']} {r['kind']:<18} {r['state']:<11} "
+            f"{r['status'] or ''} {r['error'] or ''}"
+            for r in rows
+        ]
+        emit(
+            args,
+            {"operations": data, "counts": spool.counts()},
+            "\n".join(lines) or "(spool empty)",
+        )
     elif args.spool_cmd == "show":
         row = spool.row(args.id)
         if row is None:
             raise Failure(f"no operation {args.id}")
         emit(args, row)
     elif args.spool_cmd == "retry":
-        emit(args, {"requeued": spool.retry(args.id)}, f"{spool.retry(args.id) if False else ''}requeued")
+        emit(
+            args,
+            {"requeued": spool.retry(args.id)},
+            f"{spool.retry(args.id) if False else ''}requeued",
+        )
     elif args.spool_cmd == "drop":
         if not args.yes:
             raise Failure("dropping loses the operation: add --yes")
@@ -477,7 +600,9 @@ def cmd_hooks(args: argparse.Namespace, ctx: Context | None) -> int:
     path = Path(args.settings) if args.settings else hooks.settings_path(args.scope, root)
     if args.hooks_cmd == "install":
         command = args.hook_command or hooks.default_command(args.scope)
-        done = hooks.install(path, command=command, profile=args.profile, prompt_recall=args.prompt_recall)
+        done = hooks.install(
+            path, command=command, profile=args.profile, prompt_recall=args.prompt_recall
+        )
     elif args.hooks_cmd == "uninstall":
         done = hooks.uninstall(path)
     else:
@@ -557,7 +682,7 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
         try:
             brief = compose_brief(ctx, timeout=_left(started))
             ctx.spool.put(f"brief:{key}", json.dumps({"at": time.time(), "text": brief}))
-        except Exception as exc:  # noqa: BLE001 - a partial brief beats none
+        except Exception as exc:
             print(f"atlas: brief: {exc}", file=sys.stderr)
     if brief is None:
         cached = ctx.spool.get(f"brief:{key}")
@@ -566,42 +691,85 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
             stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(old["at"]))
             brief = f"(Atlas is offline: this brief was cached at {stamp}.)\n\n{old['text']}"
         else:
-            brief = "(Atlas is offline and has no cached brief for this project; writes are spooled.)"
-    print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": brief}}))
+            brief = (
+                "(Atlas is offline and has no cached brief for this project; writes are spooled.)"
+            )
+    print(
+        json.dumps(
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": brief}}
+        )
+    )
 
 
 def compose_brief(ctx: Context, *, timeout: float) -> str:
     client = Client(ctx.profile, timeout=max(0.3, timeout / 5))
     key = ctx.project.key
     parts = [f"# Atlas handoff for {ctx.project.name}"]
-    tasks = client.call("GET", client.user_path("tasks"), query={"project": key, "limit": 20}).get("results", [])
-    open_tasks = [t for t in tasks if t["state"] in ("created", "in_progress", "blocked", "suspended")]
-    parts.append("## Open tasks\n" + ("\n".join(f"- #{t['id']} [{t['state']}] {t['title']}" for t in open_tasks) or "- none"))
-    inbox = client.call("GET", client.user_path("messages/inbox"), query={"unread": True, "limit": 10}).get("results", [])
-    parts.append("## Unread messages\n" + ("\n".join(f"- #{m['id']} from {m['sender']}: {m['subject'] or m['body'][:120]}" for m in inbox) or "- none"))
-    sessions = client.call("GET", client.user_path("sessions"), query={"limit": 20}).get("results", [])
+    tasks = client.call("GET", client.user_path("tasks"), query={"project": key, "limit": 20}).get(
+        "results", []
+    )
+    open_tasks = [
+        t for t in tasks if t["state"] in ("created", "in_progress", "blocked", "suspended")
+    ]
+    parts.append(
+        "## Open tasks\n"
+        + ("\n".join(f"- #{t['id']} [{t['state']}] {t['title']}" for t in open_tasks) or "- none")
+    )
+    inbox = client.call(
+        "GET", client.user_path("messages/inbox"), query={"unread": True, "limit": 10}
+    ).get("results", [])
+    parts.append(
+        "## Unread messages\n"
+        + (
+            "\n".join(
+                f"- #{m['id']} from {m['sender']}: {m['subject'] or m['body'][:120]}" for m in inbox
+            )
+            or "- none"
+        )
+    )
+    sessions = client.call("GET", client.user_path("sessions"), query={"limit": 20}).get(
+        "results", []
+    )
     here = config.machine_key()
-    elsewhere = [s for s in sessions if s.get("project_key") == key and s.get("machine_key") not in (here, None)]
+    elsewhere = [
+        s
+        for s in sessions
+        if s.get("project_key") == key and s.get("machine_key") not in (here, None)
+    ]
     if elsewhere:
         last = elsewhere[0]
         parts.append(
             f"## Last session on another machine ({last['machine_key']})\n"
             f"- {last['session_id']} ({last['agent']}), started {last['started_at']}, "
             f"ended {last.get('ended_at') or 'not yet'}, "
-            f"{last['turns']} turns, files: {', '.join(last.get('files_touched', [])[:10]) or 'none'}"
+            f"{last['turns']} turns, "
+            f"files: {', '.join(last.get('files_touched', [])[:10]) or 'none'}"
         )
     try:
         handoff = client.call(
-            "GET", client.user_path("graph/handoff"),
-            query={"project": key, "hours": 24, "machine_key": config.machine_key(), "output": "markdown"},
+            "GET",
+            client.user_path("graph/handoff"),
+            query={
+                "project": key,
+                "hours": 24,
+                "machine_key": config.machine_key(),
+                "output": "markdown",
+            },
         )
         if handoff.get("markdown"):
             parts.append("## Recent entity changes\n" + str(handoff["markdown"])[:4000])
     except HttpError:
         pass  # no knowledge graph on this server
-    recall = client.call("POST", client.user_path("recall"), {"query": f"{ctx.project.name} decisions conventions", "k": 5})
+    recall = client.call(
+        "POST",
+        client.user_path("recall"),
+        {"query": f"{ctx.project.name} decisions conventions", "k": 5},
+    )
     hits = recall.get("hits", [])
-    parts.append("## Relevant memories\n" + ("\n".join(f"- {str(h.get('text', ''))[:300]}" for h in hits) or "- none"))
+    parts.append(
+        "## Relevant memories\n"
+        + ("\n".join(f"- {str(h.get('text', ''))[:300]}" for h in hits) or "- none")
+    )
     return "\n\n".join(parts)
 
 
@@ -622,7 +790,13 @@ def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> N
         in_memory_dir = False
     if in_memory_dir:
         report = memsync.SyncReport()
-        memsync.push(ctx.spool, project_key=ctx.register_project(), folder=memory_dir, machine_key=config.machine_key(), report=report)
+        memsync.push(
+            ctx.spool,
+            project_key=ctx.register_project(),
+            folder=memory_dir,
+            machine_key=config.machine_key(),
+            report=report,
+        )
         queued = bool(report.pushed)
     elif path.is_file():
         ctx.register_project()
@@ -634,7 +808,9 @@ def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> N
     if session and queued:
         start_session(ctx, session)
         rel = str(path)
-        ctx.spool.add("session.touch", {"session_id": session, "turns": 0, "writes": 1, "files": [rel[-500:]]})
+        ctx.spool.add(
+            "session.touch", {"session_id": session, "turns": 0, "writes": 1, "files": [rel[-500:]]}
+        )
     if queued:
         background_sync(ctx.profile.name)
 
@@ -654,7 +830,9 @@ def hook_session_end(ctx: Context, event: dict[str, Any], started: float) -> Non
     session = _session(event)
     if session:
         start_session(ctx, session)
-        reason = REASONS.get(str(event.get("reason", "")), "completed" if not event.get("reason") else "other")
+        reason = REASONS.get(
+            str(event.get("reason", "")), "completed" if not event.get("reason") else "other"
+        )
         ctx.spool.add("session.end", {"session_id": session, "reason": reason})
     ctx.deliver(_left(started))
 
@@ -738,7 +916,12 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--profile", default=argparse.SUPPRESS, help="the profile to use")
-    p = argparse.ArgumentParser(prog=prog, description=__doc__, parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=__doc__,
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(profile=None)
     p.add_argument("--version", action="version", version=f"atlas-cli {__version__}")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per server call (10)")
@@ -788,7 +971,11 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
         s = t.add_parser(name, parents=[common])
         s.add_argument("id", type=int)
         if name == "update":
-            s.add_argument("--state", required=True, choices=["in_progress", "blocked", "suspended", "cancelled"])
+            s.add_argument(
+                "--state",
+                required=True,
+                choices=["in_progress", "blocked", "suspended", "cancelled"],
+            )
         s.add_argument("--outcome")
     s = t.add_parser("list", parents=[common])
     s.add_argument("--state")
@@ -799,7 +986,9 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s.add_argument("to")
     s.add_argument("body", nargs="+")
     s.add_argument("--subject")
-    s.add_argument("--kind", default="note", choices=["note", "question", "answer", "handoff", "alert"])
+    s.add_argument(
+        "--kind", default="note", choices=["note", "question", "answer", "handoff", "alert"]
+    )
     s.add_argument("--to-user")
     s = add("check", help="unread messages")
     s.add_argument("--all", action="store_true")
@@ -821,7 +1010,9 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help=argparse.SUPPRESS)
     s.add_argument("--budget", type=float, default=30.0)
 
-    e = add("entity", help="index markdown files as entities").add_subparsers(dest="entity_cmd", required=True)
+    e = add("entity", help="index markdown files as entities").add_subparsers(
+        dest="entity_cmd", required=True
+    )
     s = e.add_parser("index-file", parents=[common])
     s.add_argument("path")
     s = e.add_parser("index-all", parents=[common])
@@ -863,8 +1054,14 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
         s.add_argument("--scope", choices=["user", "project"], default="user")
         s.add_argument("--settings", help="this settings.json instead")
         if name == "install":
-            s.add_argument("--command", dest="hook_command", help="how the hook runs atlas (default: this atlas)")
-            s.add_argument("--prompt-recall", action="store_true", help="also UserPromptSubmit recall")
+            s.add_argument(
+                "--command",
+                dest="hook_command",
+                help="how the hook runs atlas (default: this atlas)",
+            )
+            s.add_argument(
+                "--prompt-recall", action="store_true", help="also UserPromptSubmit recall"
+            )
     s = add("hook", help=argparse.SUPPRESS)
     s.add_argument("name", choices=sorted(HOOKS))
     s.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
@@ -904,14 +1101,20 @@ def main(argv: list[str] | None = None, prog: str = "atlas") -> int:
             return cmd_hooks(args, None)
         ctx = Context(config.profile(args.profile), timeout=args.timeout)
         if not ctx.profile.token:
-            raise Failure(f"profile {ctx.profile.name} has no token: `atlas login --token ...` or set ATLAS_TOKEN", AUTH)
+            raise Failure(
+                f"profile {ctx.profile.name} has no token: "
+                "`atlas login --token ...` or set ATLAS_TOKEN",
+                AUTH,
+            )
         try:
             return COMMANDS[args.command](args, ctx)
         finally:
             ctx.close()
     except Failure as exc:
         if getattr(args, "json", False):
-            print(json.dumps({"error": str(exc), "exit": exc.code, "details": exc.data}, default=str))
+            print(
+                json.dumps({"error": str(exc), "exit": exc.code, "details": exc.data}, default=str)
+            )
         print(f"atlas: {exc}", file=sys.stderr)
         return exc.code
     except SpoolError as exc:

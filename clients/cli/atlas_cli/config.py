@@ -1,13 +1,15 @@
 """Where the client keeps its state, and its profiles.
 
 ``ATLAS_HOME`` (default ``$XDG_CONFIG_HOME/atlas``, else ``~/.config/atlas``) holds
-``config.json`` (profiles, this machine's key; ``ATLAS_URL`` overrides a profile's url), ``tokens/<profile>`` (owner-only) and
-``spool/<profile>.db``. A token may come from the environment instead (``ATLAS_TOKEN``, or
-the variable a profile names in ``token_env``), so nothing secret needs to be on disk.
+``config.json`` (profiles, this machine's key; ``ATLAS_URL`` overrides a profile's url),
+``tokens/<profile>`` (owner-only) and ``spool/<profile>.db``. A token may come from the
+environment instead (``ATLAS_TOKEN``, or the variable a profile names in ``token_env``),
+so nothing secret needs to be on disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -32,10 +34,8 @@ def home() -> Path:
 
 def _private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
+    with contextlib.suppress(OSError):
         os.chmod(path, 0o700)
-    except OSError:
-        pass
     return path
 
 
@@ -114,7 +114,9 @@ def profile(explicit: str | None = None) -> Profile:
     name = profile_name(explicit)
     data = load().get("profiles", {}).get(name)
     if not isinstance(data, dict):
-        raise ConfigError(f"No profile {name!r}: run `atlas login --url URL --user ID --token ...`.")
+        raise ConfigError(
+            f"No profile {name!r}: run `atlas login --url URL --user ID --token ...`."
+        )
     token, source = _token(name, data)
     return Profile(
         name=name,

@@ -70,7 +70,9 @@ class Context:
             self.spool.put(marker, "1")
         return self.project.key
 
-    def write(self, kind: str, args: dict[str, Any], *, budget_s: float | None = None) -> tuple[str, Report | None]:
+    def write(
+        self, kind: str, args: dict[str, Any], *, budget_s: float | None = None
+    ) -> tuple[str, Report | None]:
         """Spool the operation, then try to deliver within ``budget_s`` (None: the client
         timeout; 0: do not try now). Never fails because the server is away."""
         op_id = self.spool.add(kind, args)
@@ -101,7 +103,16 @@ def background_sync(profile: str) -> None:
     """Deliver the spool in a detached process (the hook returns at once)."""
     if os.environ.get("ATLAS_NO_BACKGROUND"):
         return
-    command = [sys.executable, "-m", "atlas_cli", "--profile", profile, "sync", "--quiet", "--background"]
+    command = [
+        sys.executable,
+        "-m",
+        "atlas_cli",
+        "--profile",
+        profile,
+        "sync",
+        "--quiet",
+        "--background",
+    ]
     with open(os.devnull, "wb") as null:
         subprocess.Popen(  # noqa: S603
             command,

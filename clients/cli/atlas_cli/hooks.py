@@ -70,7 +70,11 @@ def install(
             group["matcher"] = matcher
         hooks.setdefault(event, []).append(group)
     _write(path, settings)
-    return {"settings": str(path), "backup": str(backup) if backup else None, "events": sorted(events)}
+    return {
+        "settings": str(path),
+        "backup": str(backup) if backup else None,
+        "events": sorted(events),
+    }
 
 
 def uninstall(path: Path) -> dict[str, Any]:

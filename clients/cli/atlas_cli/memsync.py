@@ -65,8 +65,8 @@ def _set(spool: Spool, key: str, rel: str, **values: str | None) -> None:
     merged = {"base_hash": base, "sent_hash": sent, "conflict_hash": conflict, **values}
     with spool.tx() as db:
         db.execute(
-            "INSERT OR REPLACE INTO memfiles (project_key, path, base_hash, sent_hash, conflict_hash)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO memfiles "
+            "(project_key, path, base_hash, sent_hash, conflict_hash) VALUES (?, ?, ?, ?, ?)",
             (key, rel, merged["base_hash"], merged["sent_hash"], merged["conflict_hash"]),
         )
 
@@ -81,7 +81,9 @@ def conflict_name(path: Path, machine: str) -> Path:
     return path.with_name(f"{path.stem}{CONFLICT}{safe}{path.suffix}")
 
 
-def push(spool: Spool, *, project_key: str, folder: Path, machine_key: str, report: SyncReport) -> None:
+def push(
+    spool: Spool, *, project_key: str, folder: Path, machine_key: str, report: SyncReport
+) -> None:
     """Spool a put for each file changed since the last sync, a delete for each removed."""
     files = local_files(folder)
     for rel, path in files.items():
@@ -122,14 +124,25 @@ def push(spool: Spool, *, project_key: str, folder: Path, machine_key: str, repo
             continue
         spool.add(
             "memory_file.delete",
-            {"project_key": project_key, "path": rel, "base_hash": sent or base, "machine_key": machine_key},
+            {
+                "project_key": project_key,
+                "path": rel,
+                "base_hash": sent or base,
+                "machine_key": machine_key,
+            },
         )
         _set(spool, project_key, rel, sent_hash="deleted")
         report.deleted.append(rel)
 
 
 def pull(
-    spool: Spool, remote: list[dict[str, Any]], *, project_key: str, folder: Path, machine_key: str, report: SyncReport
+    spool: Spool,
+    remote: list[dict[str, Any]],
+    *,
+    project_key: str,
+    folder: Path,
+    machine_key: str,
+    report: SyncReport,
 ) -> None:
     """Apply other machines' changes; both sides changed: a conflict file, nothing replaced."""
     for item in remote:
@@ -156,7 +169,9 @@ def pull(
         if local == remote_hash:
             _set(spool, project_key, rel, base_hash=remote_hash, sent_hash=None)
             continue
-        untouched = local is None and base is None or local is not None and local == base and not unsent
+        untouched = (local is None and base is None) or (
+            local is not None and local == base and not unsent
+        )
         if untouched:
             _write(target, content)
             _set(spool, project_key, rel, base_hash=remote_hash, sent_hash=None, conflict_hash=None)

@@ -157,8 +157,10 @@ class Spool:
                 source = Path(f"{self.path}{suffix}")
                 if source.exists():
                     os.replace(source, Path(f"{aside}{suffix}"))
-            warn(f"the spool {self.path} was unreadable ({exc}); set aside as {aside.name}, "
-                 "a new spool started")
+            warn(
+                f"the spool {self.path} was unreadable ({exc}); set aside as {aside.name}, "
+                "a new spool started"
+            )
             db = self._connect()
             db.executescript(SCHEMA)
             return db
@@ -224,7 +226,9 @@ class Spool:
             db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, value))
 
     # --- reading ------------------------------------------------------------------------
-    def rows(self, states: tuple[str, ...] | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+    def rows(
+        self, states: tuple[str, ...] | None = None, limit: int = 1000
+    ) -> list[dict[str, Any]]:
         sql = "SELECT * FROM ops"
         params: list[Any] = []
         if states:
@@ -336,11 +340,11 @@ class Spool:
         """The next batch of pending operations, payloads checked and references resolved;
         one whose reference is not resolved yet waits (with everything after it)."""
         now = time.time()
+        cutoff = float("inf") if ignore_backoff else now
         rows = self.db.execute(
-            "SELECT seq, id, kind, args, hash FROM ops WHERE state = 'pending' "
-            + ("" if ignore_backoff else "AND next_at <= ? ")
-            + "ORDER BY seq LIMIT ?",
-            ((BATCH + len(tried),) if ignore_backoff else (now, BATCH + len(tried))),
+            "SELECT seq, id, kind, args, hash FROM ops WHERE state = 'pending' AND next_at <= ? "
+            "ORDER BY seq LIMIT ?",
+            (cutoff, BATCH + len(tried)),
         ).fetchall()
         batch: list[dict[str, Any]] = []
         for seq, op_id, kind, text, digest in rows:
@@ -353,14 +357,19 @@ class Spool:
                 if not isinstance(args, dict):
                     raise ValueError("args is not an object")
             except ValueError as exc:
-                self._finish(op_id, "quarantined", "rejected", {"code": "corrupt", "message": str(exc)})
+                self._finish(
+                    op_id, "quarantined", "rejected", {"code": "corrupt", "message": str(exc)}
+                )
                 continue
             if payload_hash(kind, args) != digest:
                 self._finish(
                     op_id,
                     "quarantined",
                     "rejected",
-                    {"code": "tampered", "message": "the payload changed on disk since it was spooled"},
+                    {
+                        "code": "tampered",
+                        "message": "the payload changed on disk since it was spooled",
+                    },
                 )
                 continue
             resolved = self._resolve(args)
@@ -369,7 +378,9 @@ class Spool:
                     break
                 continue  # waits for what it depends on
             if isinstance(resolved, str):
-                self._finish(op_id, "quarantined", "rejected", {"code": "dependency", "message": resolved})
+                self._finish(
+                    op_id, "quarantined", "rejected", {"code": "dependency", "message": resolved}
+                )
                 continue
             batch.append({"seq": seq, "id": op_id, "op": kind, "args": resolved})
         return batch
@@ -437,8 +448,15 @@ class Spool:
                     self._send(client, [item], report, remaining, on_result)
                 return True
             if exc.status in (400, 413, 404, 422):
-                self._finish(ids[0], "quarantined", "rejected", {"code": exc.code, "message": exc.message, "details": exc.details})
-                report.rejected.append({"id": ids[0], "op": batch[0]["op"], "code": exc.code, "message": exc.message})
+                self._finish(
+                    ids[0],
+                    "quarantined",
+                    "rejected",
+                    {"code": exc.code, "message": exc.message, "details": exc.details},
+                )
+                report.rejected.append(
+                    {"id": ids[0], "op": batch[0]["op"], "code": exc.code, "message": exc.message}
+                )
                 return True
             self._backoff(ids)
             report.retry += len(ids)
@@ -510,9 +528,11 @@ class Spool:
         now = time.time()
         with self.tx() as db:
             for op_id in ids:
-                (attempts,) = db.execute("SELECT attempts FROM ops WHERE id = ?", (op_id,)).fetchone()
+                (attempts,) = db.execute(
+                    "SELECT attempts FROM ops WHERE id = ?", (op_id,)
+                ).fetchone()
                 delay = min(BACKOFF_CAP_S, base * 2 ** max(0, attempts - 1))
-                delay *= random.uniform(0.5, 1.5)  # jitter: machines back online do not stampede
+                delay *= random.uniform(0.5, 1.5)  # noqa: S311 - jitter: machines back online do not stampede
                 db.execute(
                     "UPDATE ops SET next_at = ?, status = 'retry', error = ? WHERE id = ?",
                     (now + delay, None if error is None else json.dumps(error), op_id),
