@@ -147,7 +147,11 @@ class Cli:
         return self.home / "atlas" / "spool" / "default.db"
 
     def spool_rows(self) -> list[dict[str, Any]]:
+        if not self.spool_file.exists():
+            return []
         with sqlite3.connect(self.spool_file) as db:
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ops'").fetchone():
+                return []  # created, its schema not written yet
             db.row_factory = sqlite3.Row
             return [dict(r) for r in db.execute("SELECT * FROM ops ORDER BY seq")]
 

@@ -581,11 +581,8 @@ def cmd_spool(args: argparse.Namespace, ctx: Context) -> int:
             raise Failure(f"no operation {args.id}")
         emit(args, row)
     elif args.spool_cmd == "retry":
-        emit(
-            args,
-            {"requeued": spool.retry(args.id)},
-            f"{spool.retry(args.id) if False else ''}requeued",
-        )
+        count = spool.retry(args.id)
+        emit(args, {"requeued": count}, f"{count} requeued (`atlas sync` sends them)")
     elif args.spool_cmd == "drop":
         if not args.yes:
             raise Failure("dropping loses the operation: add --yes")
@@ -1128,15 +1125,10 @@ def main(argv: list[str] | None = None, prog: str = "atlas") -> int:
         return ERROR
 
 
-BRIDGE_ALIASES = {"status": "status", "outbox": "spool"}
-
-
 def bridge_main(argv: list[str] | None = None) -> int:
-    """``bridge``: the source design's verbs (the same as atlas's) and its flags."""
+    """``bridge``: the source design's spelling; its verbs and flags are atlas's, and
+    ``bridge entity search`` is ``atlas graph search``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    argv = [a for a in argv if a not in ("--force",) or argv[:1] == ["sync-memories"]]
-    if argv[:1] == ["sync"] and "--batch-size" in argv:
-        pass  # accepted, batches are always at most 100
     if argv[:2] == ["entity", "search"]:
         argv = ["graph", "search", *argv[2:]]
     return main(argv, prog="bridge")
