@@ -287,3 +287,33 @@ class AppliedOperation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.operation_id} ({self.kind})"
+
+
+class MemoryFile(models.Model):
+    """A memory file an agent keeps on disk (Claude Code's auto-memory, a notes folder), synced
+    across machines: keyed by project and path relative to the memory folder, so two projects'
+    ``testing.md`` never collide. The text lives in the memory store (``memory_id``, the current
+    version); an edit writes a new version superseding the old one, a delete forgets it (the row
+    stays as a tombstone so other machines learn of the delete)."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memory_files")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memory_files")
+    path = models.CharField(max_length=500)
+    content_hash = models.CharField(max_length=64, blank=True)
+    memory_id = models.CharField(max_length=100, blank=True)
+    versions = models.JSONField(default=list, blank=True)  # every version's memory id
+    version = models.PositiveIntegerField(default=1)
+    machine_key = models.CharField(max_length=128, blank=True)
+    deleted = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project_id", "path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "path"], name="memory_file_path_unique_per_project"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.path

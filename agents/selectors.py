@@ -11,8 +11,9 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from agents.models import Agent, Message, Presence, Project, Session, Task
+from agents.models import Agent, MemoryFile, Message, Presence, Project, Session, Task
 from atlas_platform.exceptions import NotFound, PermissionDenied
+from memory.selectors import memory_get_many
 from tenants.models import PlatformToken, Tenant, User
 
 OPEN_STATES = (Task.State.IN_PROGRESS, Task.State.BLOCKED, Task.State.SUSPENDED)
@@ -86,7 +87,9 @@ def session_get(*, agent: Agent, session_id: str) -> Session:
 def session_list(
     *, user: User, agent_slug: str | None = None, open_only: bool = False, limit: int = 50
 ) -> list[Session]:
-    sessions = Session.objects.filter(agent__user=user).select_related("agent", "project")
+    sessions = Session.objects.filter(agent__user=user).select_related(
+        "agent", "project", "machine"
+    )
     if agent_slug:
         sessions = sessions.filter(agent__slug=agent_slug)
     if open_only:
@@ -190,3 +193,16 @@ def tenant_activity(*, tenant: Tenant, days: int = 14) -> AgentActivity:
         ],
         tasks_by_state={state: by_state.get(state, 0) for state in Task.State.values},
     )
+
+
+# --- memory files -------------------------------------------------------------------------
+def memory_file_list(*, user: User, project_key: str) -> list[MemoryFile]:
+    """The project's memory files (tombstones of deleted ones too), by path."""
+    project = own_project(user=user, key=project_key)
+    return list(MemoryFile.objects.filter(project=project).order_by("path"))
+
+
+def memory_file_texts(*, user: User, rows: list[MemoryFile]) -> dict[str, str]:
+    """The stored text of each live file's current version, by memory id (the store)."""
+    ids = [row.memory_id for row in rows if row.memory_id and not row.deleted]
+    return {doc.id: doc.text for doc in memory_get_many(user=user, memory_ids=ids)}

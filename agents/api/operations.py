@@ -12,11 +12,17 @@ from rest_framework import serializers
 
 from agents.api import serializers as s
 from agents.models import Agent
+from agents.services.memory_files import memory_file_delete, memory_file_put
 from agents.services.messages import message_ack, message_reply, message_send
-from agents.services.notes import agent_memory_write
+from agents.services.notes import agent_memory_forget, agent_memory_write
 from agents.services.operations import Operation, payload_hash
 from agents.services.projects import project_register
-from agents.services.sessions import session_end, session_start, session_touch
+from agents.services.sessions import (
+    session_checkpoint,
+    session_end,
+    session_start,
+    session_touch,
+)
 from agents.services.tasks import task_create, task_transition
 from atlas_platform.exceptions import ValidationError
 
@@ -56,6 +62,10 @@ def _transition(agent: Agent, a: dict[str, Any]) -> dict[str, Any]:
     return _out(s.TaskOut, task)
 
 
+def _no_none(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if v is not None}
+
+
 @dataclass(frozen=True)
 class Kind:
     shape: type[serializers.Serializer[Any]]
@@ -71,6 +81,11 @@ KINDS: dict[str, Kind] = {
         SessionTouchOp, lambda ag, a: _out(s.SessionOut, session_touch(agent=ag, **a))
     ),
     "session.end": Kind(SessionEndOp, _session_end, lambda a: bool(a.get("summary"))),
+    "session.checkpoint": Kind(
+        s.SessionCheckpointIn,
+        lambda ag, a: _out(s.SessionCheckpointOut, session_checkpoint(agent=ag, **a)),
+        lambda a: True,
+    ),
     "task.create": Kind(
         s.TaskIn, lambda ag, a: _out(s.TaskOut, task_create(user=ag.user, agent=ag, **a))
     ),
@@ -87,6 +102,21 @@ KINDS: dict[str, Kind] = {
     "memory.write": Kind(
         s.MemoryNoteIn,
         lambda ag, a: _out(s.MemoryRefOut, agent_memory_write(agent=ag, **a)),
+        lambda a: True,
+    ),
+    "memory.forget": Kind(
+        s.MemoryForgetIn,
+        lambda ag, a: _out(s.MemoryForgetOut, agent_memory_forget(agent=ag, **a)),
+        lambda a: True,
+    ),
+    "memory_file.put": Kind(
+        s.MemoryFilePutIn,
+        lambda ag, a: _out(s.MemoryFileOut, memory_file_put(agent=ag, **_no_none(a))),
+        lambda a: True,
+    ),
+    "memory_file.delete": Kind(
+        s.MemoryFileDeleteIn,
+        lambda ag, a: _out(s.MemoryFileOut, memory_file_delete(agent=ag, **_no_none(a))),
         lambda a: True,
     ),
 }

@@ -200,11 +200,27 @@ class SessionEndIn(Input):
     )
 
 
+class SessionCheckpointIn(Input):
+    session_id = _id("The agent's session id.")
+    text = StrictCharField(
+        trim_whitespace=False, help_text="The checkpoint (ATLAS_MAX_MEMORY_CHARS at most)."
+    )
+
+
+class SessionCheckpointOut(serializers.Serializer[Any]):
+    id = serializers.CharField(help_text="The episodic memory's id.")
+    memory_type = serializers.CharField(help_text="episodic.")
+    session_id = serializers.CharField(help_text="The session.")
+
+
 class SessionOut(serializers.Serializer[Session]):
     session_id = serializers.CharField(source="external_id", help_text="The agent's session id.")
     agent = serializers.CharField(source="agent.slug", help_text="The agent's slug.")
     project_key = serializers.CharField(
         source="project.key", allow_null=True, default=None, help_text="Its project."
+    )
+    machine_key = serializers.CharField(
+        source="machine.key", allow_null=True, default=None, help_text="The machine it ran on."
     )
     started_at = serializers.DateTimeField(help_text="Start, server time.")
     last_activity_at = serializers.DateTimeField(help_text="Last turn or touch.")
@@ -373,9 +389,79 @@ class MemoryNoteIn(Input):
         KEY, required=False, allow_null=True, help_text=PROJECT_KEY
     )
     session_id = _id("The session it was written in.", required=False)
+    supersedes = serializers.ListField(
+        child=StrictCharField(max_length=200),
+        required=False,
+        max_length=50,
+        help_text="Ids of the user's current facts this one replaces (they stay, flagged).",
+    )
+
+
+class MemoryForgetIn(Input):
+    memory_id = StrictCharField(max_length=200, help_text="The memory to forget.")
+
+
+class MemoryForgetOut(serializers.Serializer[Any]):
+    id = serializers.CharField(help_text="The memory forgotten.")
+    forgotten = serializers.CharField(help_text="`true`.")
 
 
 class MemoryRefOut(serializers.Serializer[Any]):
     id = serializers.CharField(help_text="The memory's id.")
     memory_type = serializers.CharField(help_text="semantic.")
     created_at = serializers.DateTimeField(help_text="When Atlas stored it.")
+
+
+# --- memory files (sync-memories) --------------------------------------------------------------
+def _hash(help_text: str, *, required: bool) -> Any:
+    return serializers.RegexField(
+        KEY, required=required, allow_null=not required, allow_blank=False, help_text=help_text
+    )
+
+
+class MemoryFilePutIn(Input):
+    project_key = serializers.RegexField(KEY, help_text=PROJECT_KEY)
+    path = StrictCharField(max_length=500, help_text="Relative to the memory folder.")
+    content = StrictCharField(
+        trim_whitespace=False, help_text="The whole file (ATLAS_MAX_MEMORY_CHARS at most)."
+    )
+    base_hash = _hash(
+        "SHA-256 of the version this edit is based on (none: a file never synced).",
+        required=False,
+    )
+    machine_key = _id("The machine it was edited on.", required=False)
+
+
+class MemoryFileDeleteIn(Input):
+    project_key = serializers.RegexField(KEY, help_text=PROJECT_KEY)
+    path = StrictCharField(max_length=500, help_text="Relative to the memory folder.")
+    base_hash = _hash("SHA-256 of the version that was deleted.", required=True)
+    machine_key = _id("The machine it was deleted on.", required=False)
+
+
+class MemoryFileOut(serializers.Serializer[Any]):
+    project_key = serializers.CharField(source="project.key", help_text="Its project.")
+    path = serializers.CharField(help_text="Relative to the memory folder.")
+    content_hash = serializers.CharField(help_text="SHA-256 of the current version.")
+    version = serializers.IntegerField(help_text="Versions so far (a delete counts).")
+    memory_id = serializers.CharField(help_text="The current version's memory (empty: deleted).")
+    machine_key = serializers.CharField(help_text="Where the last change was made.")
+    deleted = serializers.BooleanField(help_text="Deleted (a tombstone).")
+    updated_at = serializers.DateTimeField(help_text="Last change, server time.")
+
+
+class MemoryFileListIn(Input):
+    project = serializers.RegexField(KEY, help_text=PROJECT_KEY)
+    content = serializers.BooleanField(
+        required=False, default=False, help_text="Include each live file's text."
+    )
+
+
+class MemoryFileWithText(MemoryFileOut):
+    content = serializers.CharField(
+        allow_null=True, required=False, help_text="The text (with `content=true`)."
+    )
+
+
+class MemoryFileListOut(serializers.Serializer[Any]):
+    results = MemoryFileWithText(many=True, help_text="The project's files, by path.")

@@ -56,5 +56,6 @@ urlpatterns = [
         views.MessageReplyView.as_view(),
         name="api-message-reply",
     ),
+    path(f"{USER}/memory-files", views.MemoryFilesView.as_view(), name="api-memory-files"),
     path(f"{USER}/operations", views.OperationsView.as_view(), name="api-operations"),
 ]

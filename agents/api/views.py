@@ -24,6 +24,8 @@ from agents.selectors import (
     agent_for_token,
     agent_list,
     inbox,
+    memory_file_list,
+    memory_file_texts,
     presence_list,
     project_list,
     session_list,
@@ -423,3 +425,26 @@ class OperationsView(AgentUserView):
         operations = [parse_operation(self.agent, item) for item in batch]
         outcomes = operations_apply(user=self.subject, operations=operations)
         return Response({"results": BatchOut({"results": outcomes}).data["results"]})
+
+
+class MemoryFilesView(UserView):
+    @extend_schema(
+        operation_id="memory_file_list",
+        tags=TAGS,
+        parameters=[s.MemoryFileListIn],
+        responses={200: s.MemoryFileListOut, **errors(*READ_ERRORS)},
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        """A project's synced memory files (tombstones of deleted ones too) with their content
+        hashes and versions; with `content=true` each live file's text. Changes go through
+        `POST .../operations` (`memory_file.put`, `memory_file.delete`)."""
+        query = parsed(s.MemoryFileListIn, request.GET)
+        rows = memory_file_list(user=self.subject, project_key=query["project"])
+        texts = memory_file_texts(user=self.subject, rows=rows) if query["content"] else {}
+        results = []
+        for row in rows:
+            item = dict(s.MemoryFileOut(row).data)
+            if query["content"]:
+                item["content"] = texts.get(row.memory_id)
+            results.append(item)
+        return Response({"results": results})

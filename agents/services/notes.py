@@ -10,7 +10,7 @@ from django.db.models import F
 from agents.models import Agent, Session
 from agents.selectors import own_project, session_get
 from agents.services.common import clean_tags
-from memory.services.writes import memory_write
+from memory.services.writes import memory_forget, memory_write
 from memory.types import MemoryDoc
 
 
@@ -22,9 +22,11 @@ def agent_memory_write(
     tags: Sequence[str] = (),
     project_key: str | None = None,
     session_id: str | None = None,
+    supersedes: Sequence[str] = (),
 ) -> MemoryDoc:
     """Write a semantic fact as the agent (``metadata``: agent, project, session; tags carry
-    ``agent:<slug>``); a session's write counter goes up by one."""
+    ``agent:<slug>``); a session's write counter goes up by one. ``supersedes``: the user's
+    current facts it replaces (they stay, flagged)."""
     user = agent.user
     project = own_project(user=user, key=project_key) if project_key else None
     session = session_get(agent=agent, session_id=session_id) if session_id else None
@@ -40,8 +42,15 @@ def agent_memory_write(
         fact_type=fact_type,
         tags=[*clean_tags(tags), f"agent:{agent.slug}"],
         metadata=metadata,
+        supersedes=supersedes,
         source="agent",
     )
     if session is not None:
         Session.objects.filter(pk=session.pk).update(writes=F("writes") + 1)
     return doc
+
+
+def agent_memory_forget(*, agent: Agent, memory_id: str) -> dict[str, str]:
+    """Forget one of the user's memories (``atlas forget``); the same as the memory API's."""
+    memory_forget(user=agent.user, memory_id=memory_id)
+    return {"id": memory_id, "forgotten": "true"}

@@ -140,3 +140,14 @@ def session_end(
         Session.objects.filter(pk=session.pk).update(summary_memory_id=episode.id)
         session.summary_memory_id = episode.id
     return session
+
+
+def session_checkpoint(*, agent: Agent, session_id: str, text: str) -> dict[str, str]:
+    """Keep a checkpoint of the session (the client's PreCompact hook writes it from the
+    transcript, no model involved) as an episodic memory carrying the agent and session."""
+    clean_text(text, field="text")
+    session = session_get(agent=agent, session_id=session_id)
+    episode = memory_turn_record(
+        user=agent.user, text=text, session_id=session.external_id, agent=agent.slug, k=1
+    ).episode
+    return {"id": episode.id, "memory_type": episode.memory_type, "session_id": session_id}

@@ -251,6 +251,13 @@ class RecallIn(serializers.Serializer[Any]):
     until = serializers.DateTimeField(
         required=False, allow_null=True, help_text="Only memories at or before this time."
     )
+    mode = serializers.ChoiceField(
+        choices=("hybrid", "keyword", "semantic"),
+        required=False,
+        default="hybrid",
+        help_text="hybrid (lexical + dense, the default), keyword (lexical only), semantic "
+        "(dense only).",
+    )
 
 
 class MemoryIn(serializers.Serializer[Any]):

@@ -26,6 +26,7 @@ from atlas_platform.views import parsed
 from memory.api import serializers as s
 from memory.api.base import AtlasView, CatalogAccess, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
+from memory.plans import DEFAULT_PLAN, RecallPlan
 from memory.selectors import catalog_list, memory_export, memory_get, memory_history, memory_page
 from memory.services.catalog import catalog_delete, catalog_import, catalog_public_id
 from memory.services.recall import memory_recall
@@ -65,6 +66,13 @@ class TurnsView(UserView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
+RECALL_MODES = {
+    "hybrid": DEFAULT_PLAN,
+    "keyword": RecallPlan(legs=("lexical",)),
+    "semantic": RecallPlan(legs=("dense",)),
+}
+
+
 class RecallView(UserView):
     idempotent = False  # a read (usage counters aside)
 
@@ -80,7 +88,9 @@ class RecallView(UserView):
     def post(self, request: Request, user_id: str) -> Response:
         """Hybrid recall (lexical + dense, fused, optionally reranked) over the user's
         memories and the tenant catalog; superseded facts only when asked."""
-        result = memory_recall(user=self.subject, **parsed(s.RecallIn, request.data))
+        query = parsed(s.RecallIn, request.data)
+        plan = RECALL_MODES[query.pop("mode", "hybrid")]
+        result = memory_recall(user=self.subject, plan=plan, **query)
         return Response(s.RecallOut(result).data)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.apps import apps
 
-from agents.models import AppliedOperation, Task
+from agents.models import AppliedOperation, MemoryFile, Task
 from agents.services.agents import presence_heartbeat
 from agents.services.messages import message_reply, message_send
 from agents.services.projects import project_register
@@ -33,6 +33,7 @@ def everything(user, peer_agent):
     AppliedOperation.objects.create(
         user=user, operation_id="op", kind="task.create", request_hash="0" * 64
     )
+    MemoryFile.objects.create(user=user, project=project, path="notes.md", content_hash="0" * 64)
     return agent
 
 
@@ -47,6 +48,7 @@ OWNER = {
     "TaskTransition": "task__user",
     "Message": "sender__user",
     "AppliedOperation": "user",
+    "MemoryFile": "user",
 }
 
 

@@ -1,0 +1,102 @@
+"""HTTP to the Atlas server with urllib: JSON in and out, a bearer token, a timeout on every
+call. ``Offline`` when the server cannot be reached or did not answer in time (``sent`` says
+whether the request may have reached it); ``HttpError`` for an answer that is not a 2xx."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from atlas_cli import __version__
+from atlas_cli.config import Profile
+
+
+class Offline(Exception):
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, body: Any) -> None:
+        self.status = status
+        self.body: dict[str, Any] = body if isinstance(body, dict) else {}
+        found = self.body.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else {}
+        self.code = str(error.get("code", f"http_{status}"))
+        self.message = str(error.get("message", f"HTTP {status}"))
+        self.details = error.get("details") or error.get("fields") or {}
+        super().__init__(f"{status} {self.code}: {self.message}")
+
+
+class Client:
+    def __init__(self, profile: Profile, *, timeout: float = 10.0) -> None:
+        self.profile = profile
+        self.timeout = timeout
+
+    def user_path(self, rest: str) -> str:
+        return f"users/{urllib.parse.quote(self.profile.user, safe='')}/{rest}"
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        url = f"{self.profile.url}/api/v1/{path}"
+        if query:
+            pairs = {k: _q(v) for k, v in query.items() if v is not None}
+            url += "?" + urllib.parse.urlencode(pairs)
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        if not url.startswith(("http://", "https://")):
+            raise Offline(f"{self.profile.url!r} is not an http(s) URL")
+        request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - checked
+        request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", f"atlas-cli/{__version__}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self.profile.token:
+            request.add_header("Authorization", f"Bearer {self.profile.token}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        limit = self.timeout if timeout is None else max(0.05, timeout)
+        try:
+            with urllib.request.urlopen(request, timeout=limit) as response:  # noqa: S310
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            raw = exc.read() if exc.fp is not None else b""
+            raise HttpError(exc.code, _json(raw)) from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            sent = isinstance(reason, (TimeoutError, socket.timeout))
+            raise Offline(f"{self.profile.url} unreachable ({reason})", sent=sent) from None
+        except TimeoutError:
+            raise Offline(f"{self.profile.url} did not answer in {limit:.1f}s", sent=True) from None
+        except (ConnectionError, OSError) as exc:  # reset or closed mid-answer
+            raise Offline(f"{self.profile.url}: connection lost ({exc})", sent=True) from None
+        except Exception as exc:  # http.client.RemoteDisconnected, BadStatusLine, ...
+            raise Offline(f"{self.profile.url}: bad answer ({exc})", sent=True) from None
+        return _json(raw)
+
+
+def _q(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _json(raw: bytes) -> Any:
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
