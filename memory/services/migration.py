@@ -61,7 +61,11 @@ def _owners(tenant: Tenant) -> list[tuple[str, ReadScope, tuple[str, ...]]]:
     """(label, scope, types) for each user of the tenant (any status) and the catalog."""
     users = User.objects.filter(tenant=tenant).order_by("pk")
     owners = [
-        (u.external_id, writer_scope(tenant_id=tenant.memory_id, user_id=u.memory_id), PERSONAL_TYPES)
+        (
+            u.external_id,
+            writer_scope(tenant_id=tenant.memory_id, user_id=u.memory_id),
+            PERSONAL_TYPES,
+        )
         for u in users
     ]
     return [*owners, ("catalog", catalog_scope(tenant), ("catalog",))]
