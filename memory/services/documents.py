@@ -64,8 +64,8 @@ def searchable_put(
         vector = embedding if embedding is not None else embedder().embed_one(text)
         doc = MemoryDoc(
             id=doc_id,
-            tenant_id=str(user.tenant_id),
-            user_id=str(user.pk),
+            tenant_id=user.memory_tenant_id,
+            user_id=user.memory_id,
             memory_type=ENTITY,
             text=text,
             name=title[:500] or None,
@@ -86,8 +86,8 @@ def searchable_delete(*, user: User, doc_ids: Sequence[str]) -> list[str]:
         return []
     with store_errors():
         return backend().delete_ids(
-            tenant_id=str(user.tenant_id),
-            user_id=str(user.pk),
+            tenant_id=user.memory_tenant_id,
+            user_id=user.memory_id,
             memory_type=ENTITY,
             ids=list(doc_ids),
         )
@@ -141,5 +141,5 @@ def searchable_count(*, user: User) -> int:
     """How many searchable documents the user has in the store (a reindex check)."""
     with store_errors():
         return backend().count_ids(
-            tenant_id=str(user.tenant_id), user_id=str(user.pk), memory_type=ENTITY, among=None
+            tenant_id=user.memory_tenant_id, user_id=user.memory_id, memory_type=ENTITY, among=None
         )

@@ -84,7 +84,7 @@ def test_every_memory_is_found_afterwards_and_the_mode_is_dls(
     assert hits[0].doc.text == "Alice lives in Nantes"
     catalog = memory_recall(user=bob, query="opening hours", k=50).hits
     assert any(h.doc.memory_type == "catalog" for h in catalog)
-    assert not any(h.doc.user_id == str(alice.pk) for h in catalog)  # still per user
+    assert not any(h.doc.user_id == alice.memory_id for h in catalog)  # still per user
     event = AuditEvent.objects.get(action="tenant.backend_migrate")
     assert event.metadata["copied"]["semantic"] == 232 and event.metadata["mode"] == "dls"
     assert AuditEvent.objects.filter(action="tenant.isolation").count() == 1
