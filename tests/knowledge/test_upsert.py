@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from knowledge.models import Entity
 from knowledge.services import entities
+from memory.services.documents import searchable_embed
 from tests.knowledge.conftest import fm, project_of, writer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
@@ -28,12 +30,12 @@ def test_a_note_that_changed_after_the_check_is_embedded_in_a_second_pass(
     note = writer(alice, project_of(alice))
     note("a.md", fm(id="a", body="one\n"))
     real_write = entities._write
-    seen = []
+    seen: list[int] = []
 
     def racing(user, project, parsed, base, machine, given, moment):
         if not seen:  # another writer changes the note between the check and the write
             seen.append(1)
-            entities.Entity.objects.filter(key="a").update(content_hash="0" * 64)
+            Entity.objects.filter(key="a").update(content_hash="0" * 64)
         return real_write(user, project, parsed, base, machine, given, moment)
 
     monkeypatch.setattr(entities, "_write", racing)
