@@ -15,9 +15,13 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 def test_re_sending_the_same_note_embeds_nothing(alice, store, monkeypatch):
     note = writer(alice, project_of(alice))
-    calls = []
-    real = entities.searchable_embed
-    monkeypatch.setattr(entities, "searchable_embed", lambda **kw: calls.append(1) or real(**kw))
+    calls: list[int] = []
+
+    def counted(**kw):
+        calls.append(1)
+        return searchable_embed(**kw)
+
+    monkeypatch.setattr(entities, "searchable_embed", counted)
     note("a.md", fm(id="a", body="one\n"))
     assert note("a.md", fm(id="a", body="one\n")).outcome == "unchanged"
     assert note("a.md", fm(id="a", body="two\n"), base=1).outcome == "updated"
