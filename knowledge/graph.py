@@ -140,11 +140,11 @@ def resolve(project: Project, targets: set[str]) -> dict[str, Node]:
         by_key.setdefault(node.key, node)
         by_path.setdefault(node.path, node)
         by_stem.setdefault(name, node)
-    found = {}
+    found: dict[str, Node] = {}
     for target in targets:
-        node = by_key.get(target) or by_path.get(target) or by_stem.get(target.casefold())
-        if node is not None:
-            found[target] = node
+        hit = by_key.get(target) or by_path.get(target) or by_stem.get(target.casefold())
+        if hit is not None:
+            found[target] = hit
     return found
 
 

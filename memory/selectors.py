@@ -191,9 +191,11 @@ def memory_profile(*, user: User, limit: int = 50) -> Profile:
 
 
 def memory_counts(*, user: User) -> dict[str, int]:
-    """The user's memories per type (their tenant's catalog included), read as the user."""
+    """The user's memories per type (their tenant's catalog included), read as the user;
+    other apps' searchable documents (``entity``) are not memories and are not counted."""
     with store_errors():
-        return backend().count(user_read_scope(user))
+        counts = backend().count(user_read_scope(user))
+    return {kind: n for kind, n in counts.items() if kind != "entity"}
 
 
 def tenant_memory_growth(*, tenant: Tenant, bucket: GrowthBucket) -> list[GrowthPoint]:

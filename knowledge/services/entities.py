@@ -164,15 +164,33 @@ def entity_upsert(
     if content_hash is not None and content_hash.lower() != note.content_hash:
         raise ValidationError("content_hash is not the SHA-256 of content.", code="hash_mismatch")
     machine = client_id(machine_key, field="machine_key") if machine_key else ""
-    vector = _vector(searchable_embed(texts=[note.search_text])[0])
+    # The same content again (a sync re-sending every file) needs no embedding.
+    same = Entity.objects.filter(
+        project=project, key=note.key, content_hash=note.content_hash, deleted_at=None
+    ).exists()
+    vector = None if same else _embed(note)
     moment = now()
-    try:
-        done = _write(user, project, note, base_version, machine, vector, moment)
-    except IntegrityError:  # created concurrently by another writer: decide against it
+    for _ in range(3):
+        try:
+            done = _write(user, project, note, base_version, machine, vector, moment)
+            break
+        except IntegrityError:  # created concurrently by another writer: decide against it
+            continue
+        except _NeedsVector:  # it changed since the check: embed (outside the transaction)
+            vector = _embed(note)
+    else:
         done = _write(user, project, note, base_version, machine, vector, moment)
     if done.outcome in ("created", "updated", "restored"):
         entity_index(entity=done.entity, embedding=vector)
     return done
+
+
+class _NeedsVector(Exception):
+    """The write needs the note's embedding, which was skipped (the content looked known)."""
+
+
+def _embed(note: ParsedNote) -> list[float]:
+    return _vector(searchable_embed(texts=[note.search_text])[0])
 
 
 def _write(
@@ -181,7 +199,7 @@ def _write(
     note: ParsedNote,
     base_version: int | None,
     machine: str,
-    vector: list[float],
+    given: list[float] | None,
     moment: datetime,
 ) -> Upserted:
     with transaction.atomic():
@@ -191,16 +209,21 @@ def _write(
             .filter(project=project, key=note.key)
             .first()
         )
-        if entity is None:
-            return _create(user, project, note, machine, vector, moment)
-        if entity.deleted_at is not None:
-            return _revive(entity, note, base_version, machine, vector, moment)
+        if entity is None or entity.deleted_at is not None:
+            if given is None:
+                raise _NeedsVector
+            if entity is None:
+                return _create(user, project, note, machine, given, moment)
+            return _revive(entity, note, base_version, machine, given, moment)
         if entity.content_hash == note.content_hash:
             if entity.conflicted and base_version == entity.version:
                 entity.conflicted = False  # the writer saw the current version: resolved
                 entity.save(update_fields=["conflicted"])
                 _audit("entity.resolve", entity)
             return Upserted("unchanged", entity)
+        if given is None:
+            raise _NeedsVector
+        vector = given
         if base_version != entity.version:
             entity.conflicted = True
             entity.save(update_fields=["conflicted"])

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
 from memory.selectors import recall_stats, tenant_memory_growth
-from memory.types import MEMORY_TYPES, GrowthBucket
+from memory.types import ENTITY, MEMORY_TYPES, GrowthBucket
 from tenants.admin import charts
 from tenants.admin.dashboard import Panel, render_panel
 from tenants.models import Tenant
@@ -37,11 +37,14 @@ def memories_panel(request: HttpRequest, tenant: Tenant) -> Panel:
         points = tenant_memory_growth(tenant=tenant, bucket=bucket)
     except AtlasError as exc:
         return Panel("memories", "Memories", render_panel("error.html", message=exc.message))
-    totals = dict.fromkeys(MEMORY_TYPES, 0)
+    # Memories only: another app's searchable documents (``entity``) are not memories.
+    points = [p for p in points if p.memory_type != ENTITY]
+    kinds = [kind for kind in MEMORY_TYPES if kind != ENTITY]
+    totals = dict.fromkeys(kinds, 0)
     for point in points:
         totals[point.memory_type] += point.count
     starts = bucket_starts(bucket, timezone.now().astimezone(UTC).date(), GROWTH_BUCKETS)
-    new: dict[str, list[float]] = {kind: [0] * len(starts) for kind in MEMORY_TYPES}
+    new: dict[str, list[float]] = {kind: [0] * len(starts) for kind in kinds}
     index = {start: n for n, start in enumerate(starts)}
     for point in points:
         n = index.get(point.start.date())

@@ -265,7 +265,8 @@ def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
 
     assert done.status == "done"
     counts = {kind: v["deleted"] for kind, v in done.receipt["indices"].items()}
-    assert counts == {"episodic": 0, "semantic": 5, "procedural": 3}
+    # "entity": the knowledge graph's searchable documents (memory.services.documents).
+    assert counts == {"episodic": 0, "semantic": 5, "procedural": 3, "entity": 0}
     assert done.receipt["idempotency_records_deleted"] == 1
     assert done.receipt["user_record_deleted"] is True
     assert not User.objects.filter(pk=alice.pk).exists()
