@@ -234,3 +234,32 @@ def test_a_10_second_server_costs_the_hook_its_budget_only_and_nothing_is_lost(c
     assert semantic(server.user) == 1
     assert AppliedOperation.objects.filter(kind="memory.write").count() == 1
     assert {r["state"] for r in cli.spool_rows()} == {"done"}
+
+
+def test_recall_keyword_and_semantic_run_one_leg_each(cli, server):
+    cli.run("remember", "The invoice service is written in Rust")
+
+    keyword = cli.json("recall", "invoice Rust", "--keyword")
+    semantic = cli.json("recall", "which language is billing code in", "--semantic")
+    bad = server_recall(server, {"query": "x", "mode": "telepathy"})
+
+    assert any("Rust" in h["text"] for h in keyword["hits"])
+    assert any("Rust" in h["text"] for h in semantic["hits"])
+    assert bad.status == 400
+
+
+def server_recall(server, body):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/users/alice/recall",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response
+    except urllib.error.HTTPError as exc:
+        return exc

@@ -380,7 +380,10 @@ def cmd_heartbeat(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_sync(args: argparse.Namespace, ctx: Context) -> int:
-    report = ctx.deliver(args.budget, ignore_backoff=not args.background)
+    # a batch of 100 store writes may take longer than one interactive call: 30 s at least
+    report = ctx.deliver(
+        args.budget, ignore_backoff=not args.background, call_timeout=max(ctx.timeout, 30.0)
+    )
     data = {**report.as_dict(), "spool": ctx.spool.counts()}
     human = (
         f"sent {report.sent}: {report.applied} applied, {report.duplicate} duplicate, "

@@ -80,10 +80,13 @@ class Context:
         report = self.deliver(budget) if budget > 0 else None
         return op_id, report
 
-    def deliver(self, budget_s: float, *, ignore_backoff: bool = True) -> Report:
+    def deliver(
+        self, budget_s: float, *, ignore_backoff: bool = True, call_timeout: float | None = None
+    ) -> Report:
         from atlas_cli.memsync import on_result
 
-        client = Client(self.profile, timeout=min(self.timeout, max(0.1, budget_s)))
+        per_call = self.timeout if call_timeout is None else call_timeout
+        client = Client(self.profile, timeout=min(per_call, max(0.1, budget_s)))
         return self.spool.deliver(
             client, budget_s=budget_s, ignore_backoff=ignore_backoff, on_result=on_result
         )

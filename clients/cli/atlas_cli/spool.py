@@ -329,6 +329,14 @@ class Spool:
         report.pending = self.counts()["pending"]
         return report
 
+    def batch_size(self) -> int:
+        """Operations per request: 100, halved after a batch timed out once sent (a slow
+        store), doubled back after each answered batch."""
+        try:
+            return max(1, min(BATCH, int(self.get("batch_size") or BATCH)))
+        except ValueError:
+            return BATCH
+
     def _prune(self) -> None:
         with self.tx() as db:
             db.execute(
@@ -344,13 +352,13 @@ class Spool:
         rows = self.db.execute(
             "SELECT seq, id, kind, args, hash FROM ops WHERE state = 'pending' AND next_at <= ? "
             "ORDER BY seq LIMIT ?",
-            (cutoff, BATCH + len(tried)),
+            (cutoff, self.batch_size() + len(tried)),
         ).fetchall()
         batch: list[dict[str, Any]] = []
         for seq, op_id, kind, text, digest in rows:
             if op_id in tried:
                 continue
-            if len(batch) >= BATCH:
+            if len(batch) >= self.batch_size():
                 break
             try:
                 args = json.loads(text)
@@ -428,6 +436,9 @@ class Spool:
         except Offline as exc:
             self._backoff(ids)
             report.retry += len(ids)
+            if exc.sent and len(batch) > 1:  # it may have been applied: the replay will say
+                self.put("batch_size", str(max(1, len(batch) // 2)))
+                return True  # the server is there but slow: go on with smaller batches
             report.stopped = f"offline: {exc}"
             return False
         except HttpError as exc:
@@ -470,6 +481,8 @@ class Spool:
             return False
         for item, outcome in zip(batch, results, strict=True):
             self._record(item, outcome, report, on_result)
+        if len(batch) >= self.batch_size() and self.batch_size() < BATCH:
+            self.put("batch_size", str(min(BATCH, self.batch_size() * 2)))
         return True
 
     def _record(
