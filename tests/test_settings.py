@@ -160,13 +160,13 @@ def test_the_lexical_weight_is_a_number_or_confidence_and_refuses_anything_else(
 
     default = boot(tmp_path, code=code)
     confidence = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT=" Confidence ")
-    plain = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT="1")
+    plain = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT="0.5")
     bad = [boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT=v) for v in ("high", "-1", "11")]
 
     assert [r.stdout.split() for r in (default, confidence, plain)] == [
-        ["0.5"],
-        ["confidence"],
         ["1.0"],
+        ["confidence"],
+        ["0.5"],
     ]
     for refused in bad:
         assert refused.returncode != 0

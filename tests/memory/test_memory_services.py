@@ -210,7 +210,7 @@ def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
 
     score, expected = fused(1.0)
     assert score == pytest.approx(expected, abs=1e-6)
-    settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number (the default) fixes the weight
+    settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number (1.0 by default) fixes the weight
     score, expected = fused(0.5)
     assert score == pytest.approx(expected, abs=1e-6)
     # A caller (the eval's confidence_weight ablation) can ask for the confidence weight anyway.
