@@ -61,7 +61,8 @@ def parsed(serializer_class: type[serializers.Serializer[Any]], data: Any) -> di
             f"Unknown field{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
             f"This request takes: {known}.",
             code="unknown_field",
-            fields=unknown,
+            # the shape of DRF's field errors: {field: [messages]}
+            **{name: ["Unknown field."] for name in unknown},
         )
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
