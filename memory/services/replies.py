@@ -12,7 +12,7 @@ from datetime import datetime
 
 from memory.engine.types import MemoryDoc
 from memory.services.common import backend, clean_text, store_errors
-from memory.services.writes import _audit, _personal_doc
+from memory.services.writes import _audit, _personal_doc, _store
 from tenants.models import User
 
 ASSISTANT = "assistant"
@@ -39,7 +39,7 @@ def memory_reply_record(
             agent=agent,
             timestamp=timestamp,
         )
-        backend().write([episode])
+        episode = _store(episode)  # intent first, create-only: the same path as every write
     _audit(
         user,
         "memory.reply",
