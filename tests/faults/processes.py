@@ -156,7 +156,7 @@ class Postgres:
         import psycopg
 
         with psycopg.connect(self.url, connect_timeout=3) as conn:
-            return list(conn.execute(sql, params).fetchall())  # type: ignore[arg-type]
+            return list(conn.execute(sql, params).fetchall())
 
     def kill(self) -> None:
         """Stop the server the hard way (``immediate``: no checkpoint, as a crash)."""

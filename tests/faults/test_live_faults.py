@@ -23,7 +23,7 @@ def fact(marker: str) -> dict[str, str]:
     return {"text": f"The fault marker is {marker}", "memory_type": "semantic"}
 
 
-def timed(stack: Stack, method: str, path: str, body=None, **kw):  # type: ignore[no-untyped-def]
+def timed(stack: Stack, method: str, path: str, body=None, **kw):
     started = time.monotonic()
     response = stack.call(method, path, body, **kw)
     return response, time.monotonic() - started

@@ -125,7 +125,7 @@ class Command(BaseCommand):
             index=index,
             size=10_000,
             query={"match": {"text": MARK}},
-            source=["id", "text"],
+            source_includes=["id", "text"],
         )["hits"]["hits"]
         docs = [h["_source"] for h in found if f"marker {run}x" in h["_source"]["text"]]
         per_marker = Counter(d["text"].rsplit(" ", 1)[1] for d in docs)
