@@ -31,7 +31,7 @@ def when(value: datetime | None) -> str | None:
 def memory_json(doc: MemoryDoc, *, compact: bool = False) -> dict[str, Any]:
     """One memory as every interface shows it (see the module docstring for ``compact``)."""
     data = {
-        "id": catalog_public_id(doc.tenant_id, doc.id) if doc.memory_type == "catalog" else doc.id,
+        "id": catalog_public_id(doc.id) if doc.memory_type == "catalog" else doc.id,
         "memory_type": doc.memory_type,
         "text": doc.text,
         "created_at": when(doc.created_at),

@@ -241,7 +241,7 @@ class CatalogDocumentView(AtlasView):
         """Create or replace the catalog document with this id."""
         data = parsed(s.CatalogDocumentIn, request.data)
         result = catalog_import(tenant=self.token.tenant, documents=[{**data, "id": memory_id}])
-        public = catalog_public_id(str(self.token.tenant_id), result.written[0])
+        public = catalog_public_id(result.written[0])
         written = {"name": None, "tags": [], "metadata": {}, **data, "id": public}
         return Response(s.CatalogDocumentOut(written).data)
 

@@ -39,13 +39,15 @@ def catalog_doc_id(tenant: Tenant, key: str) -> str:
 
 
 PUBLIC_PREFIX = "catalog:"
+ENGINE_ID = re.compile(r"catalog\.\d+\.(.+)", re.DOTALL)
 
 
-def catalog_public_id(tenant_id: str, engine_id: str) -> str:
+def catalog_public_id(engine_id: str) -> str:
     """The id callers see for a catalog document: ``catalog:<key>``, the tenant's own key
-    (the engine id's tenant namespace is internal). Personal ids never hold a colon."""
-    prefix = f"catalog.{tenant_id}."
-    return PUBLIC_PREFIX + engine_id[len(prefix) :] if engine_id.startswith(prefix) else engine_id
+    (the engine id's tenant namespace, ``catalog.<tenant pk>.``, is internal). Personal ids
+    never hold a colon or a dot."""
+    found = ENGINE_ID.match(engine_id)
+    return PUBLIC_PREFIX + found.group(1) if found else engine_id
 
 
 def catalog_engine_id(tenant: Tenant, memory_id: str) -> str:
