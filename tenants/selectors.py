@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound
-from tenants.models import PlatformToken, ScopedKey, Tenant, User
+from tenants.models import EXTERNAL_ID_VALIDATOR, PlatformToken, ScopedKey, Tenant, User
 
 
 def user_for_token(*, token: PlatformToken, external_id: str) -> User:
@@ -17,6 +17,9 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     A user-scoped token may only name its own user; a tenant token any active user of its tenant.
     Anything else is "not found" (never "forbidden"), so ids of other tenants do not leak.
     """
+    if not EXTERNAL_ID_VALIDATOR.regex.fullmatch(external_id):
+        # Never a user's id (a NUL byte, which PostgreSQL cannot even compare, among others).
+        raise NotFound("No such user in this tenant.", code="user_not_found")
     if token.user_id is not None:
         # A user-scoped token can only ever name its own user, loaded with the token already.
         own = token.user
