@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,7 +18,7 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     A user-scoped token may only name its own user; a tenant token any active user of its tenant.
     Anything else is "not found" (never "forbidden"), so ids of other tenants do not leak.
     """
-    if not EXTERNAL_ID_VALIDATOR.regex.fullmatch(external_id):
+    if not re.fullmatch(EXTERNAL_ID_VALIDATOR.regex, external_id):
         # Never a user's id (a NUL byte, which PostgreSQL cannot even compare, among others).
         raise NotFound("No such user in this tenant.", code="user_not_found")
     if token.user_id is not None:

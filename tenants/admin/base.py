@@ -74,7 +74,7 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             declared.add(self.date_hierarchy)
         for item in list_filter:
             if isinstance(item, (list, tuple)):
-                declared.add(item[0])
+                declared.add(str(item[0]))
             elif isinstance(item, str):
                 declared.add(item)
             elif isinstance(item, type) and issubclass(item, ListFilter):

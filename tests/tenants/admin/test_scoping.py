@@ -203,6 +203,7 @@ def test_a_changelist_accepts_only_its_declared_filters(world, auditor_client, m
 
 @pytest.mark.parametrize("model", CHANGELISTS)
 def test_every_changelist_keeps_its_declared_filters(world, acme_client, model):
+    from tenants.admin.base import ScopedModelAdmin
     from tenants.admin.site import site
 
     app, _, name = model.rpartition(".")
@@ -211,6 +212,7 @@ def test_every_changelist_keeps_its_declared_filters(world, acme_client, model):
         for m, a in site._registry.items()
         if m._meta.app_label == (app or "tenants") and m._meta.model_name == name
     )
+    assert isinstance(admin_page, ScopedModelAdmin)
     for lookup in admin_page.declared_lookups(None):
         field = lookup.split("__")[0]
         response = acme_client.get(changelist(model), {f"{field}__isnull": "False"})
