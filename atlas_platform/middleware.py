@@ -20,7 +20,7 @@ from atlas_platform.api import (
     is_database_down,
     status_error,
 )
-from atlas_platform.context import Actor, actor_var, request_id_var
+from atlas_platform.context import SYSTEM, Actor, actor_var, request_id_var
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
@@ -113,16 +113,19 @@ class ApiErrorMiddleware:
 
 
 class OperatorActorMiddleware:
-    """Attribute admin-site changes to the signed-in operator."""
+    """The one caller context of a request: the signed-in operator on admin pages, else the
+    system until an entry point (REST token authentication) names its caller; reset when the
+    request ends, whatever was set during it, so a serving thread never carries one request's
+    actor into the next one's audit rows."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         account = getattr(request, "user", None)
-        if account is None or not account.is_authenticated:
-            return self.get_response(request)
-        actor = Actor(type="operator", id=str(account.pk), label=account.get_username())
+        actor = SYSTEM
+        if account is not None and account.is_authenticated:
+            actor = Actor(type="operator", id=str(account.pk), label=account.get_username())
         token = actor_var.set(actor)
         try:
             return self.get_response(request)

@@ -125,7 +125,12 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
         match = pattern.search(lowered)
         if match is None:
             continue
-        window = _window(kind, match, now, text)
+        try:
+            window = _window(kind, match, now, text)
+        except (OverflowError, ValueError):
+            # "5000 years ago", "1000000000 weeks ago": before year 1 (or a count too long to
+            # be a number) is no window Atlas can search; the query runs without one.
+            continue
         if window is not None:
             return window
     return None

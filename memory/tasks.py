@@ -29,7 +29,7 @@ def intents_reconcile_task() -> int:
 @shared_task(  # type: ignore[untyped-decorator]
     name="memory.expunge_deleted", bind=True, max_retries=15, default_retry_delay=EXPUNGE_RETRY_S
 )
-def expunge_deleted_task(self: Any, *, tenant_id: str, user_id: str) -> bool:
+def expunge_deleted_task(self: Any, tenant_id: str, user_id: str) -> bool:
     """Merge an erasure's deleted documents out of the index's statistics; again later until
     the shard's retention lease lets them go."""
     if memory_expunge_deleted(tenant_id=tenant_id, user_id=user_id):

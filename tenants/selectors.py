@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import NoReturn
@@ -9,7 +10,7 @@ from typing import NoReturn
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, PermissionDenied, ValidationError
-from tenants.models import PlatformToken, ScopedKey, Tenant, User
+from tenants.models import EXTERNAL_ID_VALIDATOR, PlatformToken, ScopedKey, Tenant, User
 
 
 def user_for_token(*, token: PlatformToken, external_id: str) -> User:
@@ -20,6 +21,9 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     disabled user of the token's own tenant is ``user_disabled`` (403), since the caller
     provisioned them and must know why the call fails.
     """
+    if not re.fullmatch(EXTERNAL_ID_VALIDATOR.regex, external_id):
+        # Never a user's id (a NUL byte, which PostgreSQL cannot even compare, among others).
+        raise NotFound("No such user in this tenant.", code="user_not_found")
     if token.user_id is not None:
         # A user-scoped token can only ever name its own user, loaded with the token already.
         own = token.user

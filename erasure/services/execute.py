@@ -115,9 +115,7 @@ class _Job:
         # Deleted documents keep counting in the index's term statistics until merged away;
         # the cluster may hold them a little longer: then a task merges again later.
         if not memory_expunge_deleted(tenant_id=self.tenant_id, user_id=self.user_id):
-            transaction.on_commit(
-                lambda: memory_expunge_later(tenant_id=self.tenant_id, user_id=self.user_id)
-            )
+            memory_expunge_later(tenant_id=self.tenant_id, user_id=self.user_id)
         self._finish(targets)
 
     def _targets(self) -> list[str] | None:

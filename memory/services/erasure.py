@@ -8,6 +8,7 @@ reach every document of the user, also one whose key is gone.
 
 from __future__ import annotations
 
+from atlas_platform.jobs import job_enqueue
 from memory.services.common import backend, personal_type, store_errors
 
 
@@ -32,12 +33,9 @@ def memory_expunge_deleted(*, tenant_id: str, user_id: str) -> bool:
 
 
 def memory_expunge_later(*, tenant_id: str, user_id: str) -> None:
-    """Queue ``memory.expunge_deleted`` (retried until the cluster lets the deletes go)."""
-    from memory.tasks import expunge_deleted_task
-
-    expunge_deleted_task.apply_async(
-        kwargs={"tenant_id": tenant_id, "user_id": user_id}, countdown=EXPUNGE_RETRY_S
-    )
+    """Queue ``memory.expunge_deleted`` after the commit (it retries every
+    ``EXPUNGE_RETRY_S`` until the cluster lets the deletes go)."""
+    job_enqueue("memory.expunge_deleted", tenant_id, user_id)
 
 
 EXPUNGE_RETRY_S = 40

@@ -57,7 +57,7 @@ def memory_layout_migrate(*, delete_legacy: bool = False) -> LayoutMigration:
         try:
             scoped_key_rotate(user=key.user)
             rotated += 1
-        except Exception:  # noqa: BLE001 - reported; the command can be run again
+        except Exception:
             failed += 1
     scoped_keys.clear()
     return LayoutMigration(relocation=relocation, keys_rotated=rotated, keys_failed=failed)

@@ -119,6 +119,7 @@ class AuditEventAdmin(ScopedModelAdmin):
     ]
     list_select_related = ["tenant", "subject_user"]
     search_fields = ["request_id", "actor_label", "target_id", "action"]
+    filter_lookups = ("request_id",)  # the request id column links to its events
     date_hierarchy = "created_at"
     fields = (
         "created_at",

@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db.models import Model, QuerySet
+from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
@@ -59,9 +60,43 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """
 
     tenant_path: ClassVar[str]
+    # Query-string lookups a page offers besides its list filters (links to a filtered view).
+    filter_lookups: ClassVar[tuple[str, ...]] = ()
     add_form_class: ClassVar[type[ScopedForm] | None] = None
     add_title: ClassVar[str] = ""
     actions_on_bottom = True
+
+    # --- changelist lookups ---------------------------------------------------------------
+    def declared_lookups(self, request: HttpRequest | None) -> set[str]:
+        """The fields a changelist may be filtered on: its list filters and date hierarchy."""
+        from django.contrib.admin.filters import ListFilter
+
+        list_filter = self.get_list_filter(request) if request is not None else self.list_filter
+        declared = set(self.filter_lookups)
+        if self.date_hierarchy:
+            declared.add(self.date_hierarchy)
+        for item in list_filter:
+            if isinstance(item, (list, tuple)):
+                declared.add(str(item[0]))
+            elif isinstance(item, str):
+                declared.add(item)
+            elif isinstance(item, type) and issubclass(item, ListFilter):
+                declared.add(getattr(item, "parameter_name", "") or "")
+        return {d for d in declared if d}
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        """Only the declared filters, on every page: a lookup on any other field
+        (``?secret_hash__startswith=``) would let an operator rebuild what a page never shows.
+        Parameters that name no field (a filter's own, like a time range's) are the filters'."""
+        field = lookup.split(LOOKUP_SEP, 1)[0]
+        try:
+            self.model._meta.get_field(field)
+        except FieldDoesNotExist:
+            return super().lookup_allowed(lookup, value, request)
+        declared = self.declared_lookups(request)
+        if not any(lookup == d or lookup.startswith(d + LOOKUP_SEP) for d in declared):
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     # --- scoping ------------------------------------------------------------------------
     def scope(self, request: HttpRequest) -> OperatorScope | None:

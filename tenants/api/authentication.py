@@ -35,7 +35,7 @@ class PlatformTokenAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         scheme, _, raw = header.partition(" ")
-        if scheme != self.keyword or not raw.strip():
+        if scheme.lower() != self.keyword.lower() or not raw.strip():  # RFC 9110: any case
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <token>'.")
         try:
             token = token_authenticate(raw=raw.strip())

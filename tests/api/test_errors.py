@@ -302,3 +302,25 @@ def test_errors_outside_api_keep_django_s_pages(client, db):
     response = client.get("/no-such-page")
 
     assert response.status_code == 404 and "json" not in response["Content-Type"]
+
+
+@pytest.mark.parametrize("user_id", ["bob%00", "%00", "bob%00x", "b%20ob"])
+def test_a_path_user_id_that_no_user_can_have_is_a_404(api, acme, bob, user_id):
+    """A NUL byte in a path user id used to reach PostgreSQL (500)."""
+    token = tenant_token(acme)
+    response = api.post(f"users/{user_id}/recall", {"query": "anything"}, token=token)
+    assert response.status_code == 404
+    assert error_code(response) == "user_not_found"
+
+
+def test_the_bearer_scheme_is_case_insensitive_as_on_mcp(api, alice_token):
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        response = api.get("token", headers={"Authorization": f"{scheme} {alice_token}"})
+        assert response.status_code == 200, scheme
+
+
+def test_the_acting_token_does_not_outlive_its_request(api, alice_token):
+    from atlas_platform.context import SYSTEM, current_actor
+
+    assert api.get("token", token=alice_token).status_code == 200
+    assert current_actor() == SYSTEM  # the serving thread is back to no caller

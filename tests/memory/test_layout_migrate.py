@@ -107,6 +107,7 @@ def test_a_change_of_statistics_scope_moves_a_users_documents(cluster):
     assert writer.count(index=user_index)["count"] == 1
     assert writer.count(index=cluster.tenant_index(acme.memory_id))["count"] == 0
     key = alice.current_key()
+    assert key is not None
     info = writer.security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
     names = info["role_descriptors"]["atlas_memory_reader"]["indices"][0]["names"]
     assert names == [user_index, cluster.tenant_index(acme.memory_id)]

@@ -145,7 +145,7 @@ def test_an_import_larger_than_a_write_batch_stores_every_memory(people, monkeyp
 def test_another_user_or_tenant_sees_nothing_of_an_import(people):
     docs = memory_import(user=people.alice, memories=[episode(), fact(), playbook()])
 
-    assert {d.user_id for d in docs} == {str(people.alice.pk)}
+    assert {d.user_id for d in docs} == {people.alice.memory_id}
     for other in (people.bob, people.charlie):
         found = memory_recall(user=other, query="kettle fuse cellar breaker", k=20)
         assert found.hits == []

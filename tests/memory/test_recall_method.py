@@ -137,3 +137,32 @@ def test_the_plan_knobs_are_checked_and_reach_the_legs() -> None:
     assert decayed.ranking.apply_decay and not undecayed.ranking.apply_decay
     assert undecayed.filter.since == window.start and not undecayed.filter.include_catalog
     assert query.ranking.apply_decay  # the main legs keep their decay
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what did I say 5000 years ago",
+        "1000000000 weeks ago we met",
+        "99999999999999999999 days ago",
+        "3000 years back",
+        "1" * 5000 + " days ago",
+    ],
+)
+def test_a_time_phrase_before_year_one_is_no_window_not_an_error(text):
+    assert parse_time_window(text, NOW) is None
+
+
+@pytest.mark.django_db
+def test_a_turn_with_a_far_past_phrase_is_stored_once_and_recalled(settings, tmp_path, acme):
+    """It used to fail after storing the turn (a retry stored it twice) and broke every later
+    consolidation of the user."""
+    from memory.services.common import backend
+    from memory.services.scoping import writer_scope
+    from memory.services.writes import memory_turn_record
+    from tenants.models import User
+
+    settings.ATLAS_MEMORY_BACKEND = "embedded"
+    settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    user = User.objects.create(tenant=acme, external_id="far")
+    memory_turn_record(user=user, text="what happened 5000 years ago, 1000000000 weeks ago?")
+    scope = writer_scope(tenant_id=user.memory_tenant_id, user_id=user.memory_id)
+    assert backend().count(scope)["episodic"] == 1

@@ -19,8 +19,12 @@ from typing import Any
 
 import pytest
 
-from erasure.services import OperatorPrincipal, forget_request_approve, forget_request_execute
-from erasure.services import forget_request_open
+from erasure.services import (
+    OperatorPrincipal,
+    forget_request_approve,
+    forget_request_execute,
+    forget_request_open,
+)
 from memory.services.erasure import memory_expunge_deleted
 from memory.services.recall import memory_recall
 from memory.services.scoping import tenant_layout
@@ -50,8 +54,8 @@ def probe(user: User, word: str, *, clean_up: bool = False) -> bool:
         include_catalog=False,
         track_usage=False,
     )
-    ranks = {h.doc.id: h.leg_ranks.get("lexical") for h in result.hits}
-    assert ranks[w.id] is not None and ranks[c.id] is not None
+    ranks = {h.doc.id: h.leg_ranks.get("lexical", 0) for h in result.hits}
+    assert ranks[w.id] and ranks[c.id]
     if clean_up:
         memory_forget(user=user, memory_id=w.id)
         memory_forget(user=user, memory_id=c.id)

@@ -53,11 +53,15 @@ def test_the_role_holds_exactly_the_declared_privileges(es, role_user):
     admin = Elasticsearch(es.url, basic_auth=admin_credentials())
     role = admin.security.get_role(name=name)[name]
     declared = platform_role(prefix)
-    assert sorted(role["cluster"]) == sorted(declared["cluster"]) == [
-        "manage_index_templates",
-        "manage_own_api_key",
-        "monitor",
-    ]
+    assert (
+        sorted(role["cluster"])
+        == sorted(declared["cluster"])
+        == [
+            "manage_index_templates",
+            "manage_own_api_key",
+            "monitor",
+        ]
+    )
     assert [i["names"] for i in role["indices"]] == [[f"{prefix}-*"]]
     assert "all" not in role["indices"][0]["privileges"]
 

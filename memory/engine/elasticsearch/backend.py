@@ -1,12 +1,13 @@
-"""The Elasticsearch backend: one index per tenant for every memory type (``<prefix>-t-<tenant>``,
-``client.Connection`` has the layout, with per-user indices for tenants that ask), routed by user.
+"""The Elasticsearch backend: one index per tenant for every memory type
+(``<prefix>-t-<tenant>``; ``client.Connection`` has the layout, with per-user indices for
+tenants that ask), routed by user.
 
 One index per tenant: document-level security hides documents, not term statistics, so tenants
 that shared an index scored each other's recalls (a word-presence probe told which words other
-tenants wrote). One index for every type, not one per type: a recall touches one shard per leg instead of four, and with the
-legs returning ids only, the per-shard work (security checks, query and fetch phases) was most of
-the cluster's CPU per recall (docs/performance.md). The type is a keyword field every query
-filters on.
+tenants wrote). One index for every type, not one per type: a recall touches one shard per leg
+instead of four, and with the legs returning ids only, the per-shard work (security checks,
+query and fetch phases) was most of the cluster's CPU per recall (docs/performance.md). The
+type is a keyword field every query filters on.
 
 Uses only core features (BM25, dense_vector + ``knn`` query, ``function_score``, ``_msearch``,
 optimistic concurrency) so it runs on the integ-test distribution and on any licence. The

@@ -9,6 +9,7 @@ Documents written before the layout carry database primary keys as tenant and us
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,7 @@ def _relocate_pages(
         }
         if after is not None:
             body["search_after"] = after
-        hits = call("read documents", lambda: conn.writer.search(**body))["hits"]["hits"]
+        hits = call("read documents", functools.partial(conn.writer.search, **body))["hits"]["hits"]
         if not hits:
             return
         after = hits[-1]["sort"]
@@ -115,7 +116,8 @@ def _relocate_pages(
             report.moved += 1
         if operations:
             response = call(
-                "move documents", lambda: conn.writer.bulk(operations=operations, refresh="false")
+                "move documents",
+                functools.partial(conn.writer.bulk, operations=operations, refresh="false"),
             )
             if response.get("errors"):
                 failed = [i for i in response["items"] if "error" in next(iter(i.values()))]

@@ -75,7 +75,12 @@ def seeded(es, alice, bob, charlie, dave, settings) -> dict[str, set[str]]:
                 operations += [
                     {"index": {"_index": es.tenant_index(user.memory_tenant_id), "_id": doc_id}},
                     source,
-                    {"index": {"_index": other.tenant_index(user.memory_tenant_id), "_id": "b-" + doc_id}},
+                    {
+                        "index": {
+                            "_index": other.tenant_index(user.memory_tenant_id),
+                            "_id": "b-" + doc_id,
+                        }
+                    },
                     source,
                 ]
                 ids.add(doc_id)
@@ -371,7 +376,9 @@ def test_keys_near_expiry_are_renewed_by_the_scheduled_task(es, seeded, alice, b
     assert near.status == ScopedKey.Status.INVALIDATED
     renewed = alice.current_key()
     assert renewed is not None and renewed.rotated_from_id == near.pk
-    assert renewed.expires_at is not None and renewed.expires_at > timezone.now() + timedelta(days=6)
+    assert renewed.expires_at is not None and renewed.expires_at > timezone.now() + timedelta(
+        days=6
+    )
     assert bob.current_key() == far
     with pytest.raises(AuthenticationException):
         visible_ids(es, near)
