@@ -137,6 +137,8 @@ def test_the_plan_knobs_are_checked_and_reach_the_legs() -> None:
     assert decayed.ranking.apply_decay and not undecayed.ranking.apply_decay
     assert undecayed.filter.since == window.start and not undecayed.filter.include_catalog
     assert query.ranking.apply_decay  # the main legs keep their decay
+
+
 @pytest.mark.parametrize(
     "text",
     [
