@@ -142,3 +142,23 @@ def test_two_machines_editing_the_same_file_offline_get_a_conflict_file(two_mach
     assert (
         memory_get(user=server.user, memory_id=row.memory_id).text == NOTE + "A's edit\nB's edit\n"
     )
+
+
+def test_pull_while_offline_spools_the_push_skips_the_pull_and_exits_0(two_machines, server):
+    """A sync with --pull is a write (the push) and a read (the pull): offline, the push is
+    spooled and the pull is reported skipped; nothing fails, and the next sync delivers."""
+    a, _, repo_a, _ = two_machines
+    memdir(a, repo_a).mkdir(parents=True)
+    (memdir(a, repo_a) / "testing.md").write_text(NOTE)
+    closed = f"http://127.0.0.1:{free_port()}"
+
+    offline = sync(a, repo_a, "--pull", ATLAS_URL=closed)
+
+    assert offline.returncode == 0, offline.stderr
+    report = json.loads(offline.stdout)
+    assert report["pull_skipped"].startswith("offline:")
+    assert "pull skipped" in offline.stderr
+    assert not MemoryFile.objects.exists()  # spooled, not sent
+    online = sync(a, repo_a, "--pull")
+    assert online.returncode == 0 and json.loads(online.stdout)["pull_skipped"] == ""
+    assert MemoryFile.objects.get().path == "testing.md"

@@ -407,7 +407,14 @@ def memory_sync(ctx: Context, *, folder: Path, do_pull: bool, budget: float) -> 
     memsync.push(ctx.spool, project_key=key, folder=folder, machine_key=machine, report=report)
     ctx.deliver(budget)
     if do_pull:
-        remote = read(ctx, "GET", "memory-files", project=key, content=True)
+        try:
+            remote = read(ctx, "GET", "memory-files", project=key, content=True)
+        except Failure as exc:
+            if exc.code != OFFLINE:
+                raise
+            # The push is spooled (a write never fails offline); the pull waits for the server.
+            report.pull_skipped = str(exc)
+            return report
         memsync.pull(
             ctx.spool,
             remote.get("results", []),
@@ -429,6 +436,9 @@ def cmd_sync_memories(args: argparse.Namespace, ctx: Context) -> int:
         f"removed {len(report.removed)}, conflicts {len(report.conflicts)}"
         + "".join(f"\nconflict: {c}" for c in report.conflicts)
     )
+    if report.pull_skipped:
+        human += f"\npull skipped: {report.pull_skipped}"
+        print(f"atlas: pull skipped, {report.pull_skipped}", file=sys.stderr)
     emit(args, data, human)
     return REFUSED if report.conflicts else OK
 

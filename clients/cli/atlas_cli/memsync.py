@@ -47,8 +47,9 @@ class SyncReport:
     removed: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    pull_skipped: str = ""  # why --pull did not run (the server unreachable); "" when it ran
 
-    def as_dict(self) -> dict[str, list[str]]:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
