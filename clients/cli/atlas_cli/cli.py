@@ -523,21 +523,25 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
             project=key,
             hours=args.hours,
             machine_key=config.machine_key(),
-            output="markdown",
-        )
+        )  # JSON (the default output): the brief is its "markdown" field
         emit(args, found, found.get("markdown", ""))
     elif sub == "reconcile":
         root = ctx.project.root
+        roots = args.root or [""]
+        # The manifest holds the files under its roots only (the server refuses any other).
+        prefixes = [r.strip("/") + "/" if r.strip("/") else "" for r in roots]
         files = [
-            {"path": p.relative_to(root).as_posix(), "hash": memsync.digest(p.read_bytes())}
+            {"path": rel, "hash": memsync.digest(p.read_bytes())}
             for p in sorted(root.rglob("*.md"))
             if not any(part.startswith(".") for part in p.relative_to(root).parts)
+            for rel in [p.relative_to(root).as_posix()]
+            if any(rel.startswith(prefix) for prefix in prefixes)
         ]
         plan = read(
             ctx,
             "POST",
             "graph/reconcile/plan",
-            {"project_key": key, "roots": args.root or [""], "files": files},
+            {"project_key": key, "roots": roots, "files": files},
         )
         names = [c["key"] for c in plan.get("candidates", [])]
         if not args.apply:
@@ -763,8 +767,7 @@ def compose_brief(ctx: Context, *, timeout: float) -> str:
                 "project": key,
                 "hours": 24,
                 "machine_key": config.machine_key(),
-                "output": "markdown",
-            },
+            },  # JSON: output=markdown would answer text/markdown, not an object
         )
         if handoff.get("markdown"):
             parts.append("## Recent entity changes\n" + str(handoff["markdown"])[:4000])

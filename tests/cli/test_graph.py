@@ -1,0 +1,73 @@
+"""The graph commands end to end: markdown notes indexed by `atlas entity index-all`, then
+blockers, the semantic diff, the handoff brief and a reconcile that plans by default, asks
+before applying and deletes only what the manifest misses."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from knowledge.models import Entity
+from tests.cli.conftest import git_repo
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NOTES = {
+    "docs/release.md": "---\nid: release\ntype: plan\ntitle: Ship the release\nstatus: blocked\n"
+    "blocked_by: [migration]\n---\nThe release waits for the orders migration.\n",
+    "docs/migration.md": "---\nid: migration\ntype: task\ntitle: Migrate the orders table\n"
+    "status: in_progress\n---\nMove orders to the new schema.\n",
+    "docs/rollout.md": "---\nid: rollout\ntype: plan\ntitle: Roll out by region\n---\n"
+    "Europe first, then the Americas.\n",
+    "notes/standup.md": "# Standup\n\nNothing blocks the rollout.\n",
+}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = git_repo(tmp_path / "shop", "git@github.com:Acme/Shop.git")
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_graph_commands_over_indexed_notes(cli, server, repo):
+    indexed = cli.json("entity", "index-all", cwd=repo)
+    assert indexed["spooled"] == 4 and indexed["delivery"]["pending"] == 0
+    assert Entity.objects.filter(deleted_at__isnull=True).count() == 4
+
+    blockers = cli.json("graph", "check-blockers", "--stale-days", "0", cwd=repo)
+    blocked = {r["entity"]["key"]: r for r in blockers["results"]}
+    assert [b["key"] for b in blocked["release"]["blockers"]] == ["migration"]
+
+    today = timezone.now().date()
+    since, until = str(today - timedelta(days=1)), str(today + timedelta(days=1))
+    diff = cli.json("graph", "semantic-diff", since, until, cwd=repo)
+    assert {"release", "migration", "rollout"} <= set(diff["created"])
+    quiet = cli.json(
+        "graph",
+        "semantic-diff",
+        str(today - timedelta(days=30)),
+        str(today - timedelta(days=20)),
+        cwd=repo,
+    )
+    assert quiet["created"] == [] and quiet["status_changes"] == []
+
+    brief = cli.run("graph", "gen-handoff", cwd=repo)
+    assert brief.returncode == 0, brief.stderr
+    assert "Ship the release" in brief.stdout  # the active blocker reaches the brief
+
+    (repo / "docs/rollout.md").unlink()
+    plan = cli.json("graph", "reconcile", "--root", "docs/", cwd=repo)
+    assert [c["key"] for c in plan["candidates"]] == ["rollout"]  # notes/ is not a root
+    declined = cli.run("graph", "reconcile", "--root", "docs/", "--apply", stdin="n\n", cwd=repo)
+    assert declined.returncode == 0 and "nothing deleted" in declined.stdout
+    assert Entity.objects.get(key="rollout").deleted_at is None  # plan only, asked, declined
+
+    applied = cli.json("graph", "reconcile", "--root", "docs/", "--apply", "--yes", cwd=repo)
+    assert applied["deleted"] == ["rollout"] and applied["restorable_until"]
+    live = set(Entity.objects.filter(deleted_at__isnull=True).values_list("key", flat=True))
+    assert live == {"release", "migration", Entity.objects.get(path="notes/standup.md").key}
