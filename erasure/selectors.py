@@ -46,7 +46,9 @@ def forget_request_preview(*, request: ForgetRequest) -> dict[str, int] | None:
     if request.scope == ForgetRequest.Scope.QUERY or request.user_id is None:
         return None
     among = list(request.memory_ids) if request.scope == ForgetRequest.Scope.IDS else None
-    owner = {"tenant_id": str(request.tenant_id), "user_id": str(request.user_id)}
+    user = request.user
+    assert user is not None  # checked above (user_id)
+    owner = {"tenant_id": user.memory_tenant_id, "user_id": user.memory_id}
     return {
         kind: memory_remaining_count(**owner, memory_type=kind, among=among)
         for kind in PERSONAL_TYPES
