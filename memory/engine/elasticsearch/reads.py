@@ -154,7 +154,8 @@ def newest_timestamp(conn: Connection, scope: ReadScope) -> datetime | None:
         "aggs": {"newest": {"max": {"field": "timestamp"}}},
     }
     response = conn.search(scope, scope_routing(scope), body)
-    value = response["aggregations"]["newest"].get("value_as_string")
+    # No index yet for the scope (a tenant that never wrote): no aggregations in the answer.
+    value = response.get("aggregations", {}).get("newest", {}).get("value_as_string")
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
