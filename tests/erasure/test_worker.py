@@ -130,6 +130,7 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
         "episodic": PER_TYPE,
         "semantic": PER_TYPE + 1,  # the fact written through the API
         "procedural": PER_TYPE,
+        "entity": 0,  # the knowledge graph's documents go with the whole user too
     }
     erased = [i for v in indices.values() for i in v["ids"]]
     assert len(erased) == len(set(erased))  # nothing counted twice
