@@ -43,11 +43,10 @@ def forget_request_preview(*, request: ForgetRequest) -> dict[str, int] | None:
     """What approving would erase, per index (memory type): counts only, never text, so a
     reviewer who may not read the memories can still see the size of the decision. None for
     a query scope (its matches are resolved by the job, which reads the texts)."""
-    if request.scope == ForgetRequest.Scope.QUERY or request.user_id is None:
+    user = request.user
+    if request.scope == ForgetRequest.Scope.QUERY or user is None:
         return None
     among = list(request.memory_ids) if request.scope == ForgetRequest.Scope.IDS else None
-    user = request.user
-    assert user is not None  # checked above (user_id)
     owner = {"tenant_id": user.memory_tenant_id, "user_id": user.memory_id}
     return {
         kind: memory_remaining_count(**owner, memory_type=kind, among=among)
