@@ -14,7 +14,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
-from django.db import DataError, transaction
+from django.db import DataError
 from django.db.models import Model, QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -132,16 +132,15 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         """The list page, with a filter value the database or Python cannot take (a NUL byte,
-        a year past 9999, an id beyond 64 bits) answered as a 400, never a 500. The page is
-        rendered in a savepoint, so a refused query leaves the request's connection usable."""
+        a year past 9999, a malformed date) answered as a 400, never a 500. The page is
+        rendered here, so a failure of its query is caught here."""
         refusal = bad_query_string(request)
         if refusal is not None:
             return refusal
         try:
-            with transaction.atomic():
-                response = super().changelist_view(request, extra_context)
-                if isinstance(response, TemplateResponse):
-                    response.render()
+            response = super().changelist_view(request, extra_context)
+            if isinstance(response, TemplateResponse):
+                response.render()  # the query runs here: its errors are caught here too
         except UNREADABLE_FILTER as exc:
             return filter_refused(exc)
         return response
