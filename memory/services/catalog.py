@@ -105,6 +105,9 @@ def _clean_items(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 f"Document {n} must be an object with 'text'.", code="bad_document"
             )
         key = item.get("id")
+        if isinstance(key, str) and key.startswith(PUBLIC_PREFIX):  # the id a read showed
+            key = key[len(PUBLIC_PREFIX) :]
+            item = {**item, "id": key}
         if key is not None and not (isinstance(key, str) and KEY_PATTERN.match(key)):
             raise ValidationError(
                 f"Document {n} id: use 1-128 letters, digits and _ . : -", code="bad_id"

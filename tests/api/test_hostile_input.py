@@ -118,3 +118,19 @@ def test_a_cursor_the_api_returned_still_pages(api, acme, engine):
 
     seen = [d["id"] for d in first["results"] + second["results"]]
     assert sorted(seen) == ["catalog:a1", "catalog:a2", "catalog:a3"]
+
+
+@pytest.mark.usefixtures("store")
+@pytest.mark.parametrize(("put_as", "delete_as"), [("k9", "catalog:k9"), ("catalog:k9", "k9")])
+def test_catalog_put_and_delete_take_the_same_id_forms(api, acme, put_as, delete_as):
+    token = tenant_token(acme, allow_catalog=True)
+
+    put = api.put(f"catalog/{put_as}", {"text": "the k9 doc"}, token=token)
+    again = api.put(f"catalog/{delete_as}", {"text": "the k9 doc, v2"}, token=token)
+    listed = api.get("catalog", token=token).json()["results"]
+    deleted = api.delete(f"catalog/{delete_as}", token=token)
+    gone = api.delete(f"catalog/{put_as}", token=token)
+
+    assert put.json()["id"] == again.json()["id"] == "catalog:k9"
+    assert [(d["id"], d["text"]) for d in listed] == [("catalog:k9", "the k9 doc, v2")]
+    assert deleted.status_code == 204 and gone.status_code == 404
