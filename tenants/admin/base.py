@@ -62,6 +62,8 @@ UNREADABLE_FILTER = (
     DataError,
     ValueError,
     OverflowError,
+    TypeError,
+    IndexError,
 )
 
 
@@ -128,6 +130,8 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         declared = self.declared_lookups(request)
         if not any(lookup == d or lookup.startswith(d + LOOKUP_SEP) for d in declared):
             return False
+        if lookup.endswith(LOOKUP_SEP + "range") and len(str(value).split(",")) != 2:
+            return False  # a range is two bounds; one would break the query itself
         return super().lookup_allowed(lookup, value, request)
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
