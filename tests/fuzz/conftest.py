@@ -92,7 +92,7 @@ def shared_error(content: bytes) -> dict[str, Any]:
     """The shared error shape ``{"error": {code, message, request_id}}`` (asserted)."""
     body = json.loads(content)
     assert set(body) == {"error"}, body
-    error = body["error"]
+    error: dict[str, Any] = body["error"]
     assert isinstance(error["code"], str) and error["code"], body
     assert isinstance(error["message"], str) and error["message"], body
     assert "request_id" in error, body

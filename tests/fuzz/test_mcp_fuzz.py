@@ -5,6 +5,7 @@ internal error (a tool's refusals are tool errors with a code and a message)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -31,20 +32,17 @@ ARGUMENT_NAMES = sorted(
 
 
 @pytest.fixture
-def mcp(atlas_server: str, acme: Tenant, alice: User, settings: Any) -> dict[str, Any]:
+def mcp(atlas_server: str, acme: Tenant, alice: User, settings: Any) -> Iterator[dict[str, Any]]:
     for scope in ("RECALL", "WRITE", "READ"):
         setattr(settings, f"ATLAS_RATE_{scope}", "100000/min")
-    return {
-        "url": atlas_server,
-        "user": issue(acme, alice),
-        "tenant": issue(acme),
-        "http": httpx2.Client(timeout=30),
-    }
+    with httpx2.Client(timeout=30) as http:
+        yield {"url": atlas_server, "user": issue(acme, alice), "tenant": issue(acme), "http": http}
 
 
 def call(mcp: dict[str, Any], path: str, token: str, body: Any) -> httpx2.Response:
     headers = {**HEADERS, "Authorization": f"Bearer {token}"}
-    return mcp["http"].post(f"{mcp['url']}{path}", content=json.dumps(body), headers=headers)
+    http: httpx2.Client = mcp["http"]
+    return http.post(f"{mcp['url']}{path}", content=json.dumps(body), headers=headers)
 
 
 def check(response: httpx2.Response) -> None:

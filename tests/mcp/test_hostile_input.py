@@ -68,12 +68,11 @@ def test_mcp_tool_calls_share_the_tokens_rest_rate_limit(
     async def scenario() -> tuple[Any, Any, Any]:
         async with mcp_session(f"{atlas_server}/mcp/", token) as session:
             first = await session.call_tool("recall_memory", {"query": "x"})
+            refused: Any = None
             try:
                 await session.call_tool("recall_memory", {"query": "x"})
             except MCPError as exc:
                 refused = exc.error
-            else:
-                refused = None
             about = await session.call_tool("about_me", {})  # read: its own bucket
             return first, refused, about
 
