@@ -205,9 +205,14 @@ class BearerAuth:
         token, user = await resolve(_header(scope, "authorization"), external_id)
         identity = McpIdentity(token=token, user=user, request_id=rid)
         inner: Receive = receive
-        if scope.get("method") == "POST" and _declared_size(scope) <= BODY_KEPT_BYTES:
-            calls = _tool_calls(await receive.read())
-            await self._count(token, calls)
+        if scope.get("method") == "POST":
+            # Read whole (chunked or not), so no body skips the depth check or the rate limit.
+            body = b"" if _declared_size(scope) > BODY_KEPT_BYTES else await receive.read()
+            if _declared_size(scope) > BODY_KEPT_BYTES or receive.size > BODY_KEPT_BYTES:
+                raise BodyTooLarge(
+                    f"The request body is over {BODY_KEPT_BYTES} bytes.", code="request_too_large"
+                )
+            await self._count(token, _tool_calls(body))
             inner = receive.replay
         await self.app({**scope, IDENTITY_SCOPE_KEY: identity}, inner, send)
 
@@ -226,12 +231,17 @@ class BearerAuth:
                 )
 
 
+class BodyTooLarge(AtlasError):
+    status_code = 413
+    code = "request_too_large"
+
+
 def _declared_size(scope: Scope) -> int:
-    """The body's Content-Length (a chunked body, which declares none, is not read ahead)."""
+    """The body's Content-Length (0 for a chunked body, which declares none: read to see)."""
     try:
-        return int(_header(scope, "content-length"))
+        return int(_header(scope, "content-length") or 0)
     except ValueError:
-        return BODY_KEPT_BYTES + 1
+        return 0
 
 
 def _tool_calls(body: bytes) -> list[str]:

@@ -94,3 +94,26 @@ def test_mcp_tool_calls_share_the_tokens_rest_rate_limit(
         f"{atlas_server}/api/v1/users/alice/recall", json={"query": "x"}, headers=auth, timeout=30
     )
     assert again.status_code == 429
+
+
+def test_a_chunked_body_is_counted_too(
+    atlas_server: str, acme: Tenant, alice: User, settings: Any
+) -> None:
+    """A body without Content-Length (chunked) is read ahead all the same: no way around the
+    rate limit."""
+    settings.ATLAS_RATE_RECALL = "1/min"
+    headers = {**HEADERS, "Authorization": f"Bearer {issue(acme, alice)}"}
+    body = (
+        b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": '
+        b'{"name": "recall_memory", "arguments": {"query": "x"}}}'
+    )
+
+    def chunks() -> Any:
+        yield body[:20]
+        yield body[20:]
+
+    first = httpx2.post(f"{atlas_server}/mcp/", content=chunks(), headers=headers, timeout=30)
+    second = httpx2.post(f"{atlas_server}/mcp/", content=chunks(), headers=headers, timeout=30)
+
+    assert first.status_code == 200 and "result" in first.json(), first.text
+    assert second.status_code == 429 and second.json()["id"] == 4
