@@ -58,6 +58,13 @@ class Conflict(AtlasError):
     code = "conflict"
 
 
+class Throttled(AtlasError):
+    """Past a per-token rate limit (``retry_after``: seconds until the next call may pass)."""
+
+    status_code = 429
+    code = "throttled"
+
+
 class Unavailable(AtlasError):
     """A dependency (the search cluster, a model, the broker) failed or could not be reached.
     Every adapter's own error is one of these, so a caller never sees a client library's."""

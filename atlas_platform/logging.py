@@ -39,3 +39,30 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
+
+
+# Servers' access-log loggers: uvicorn's (also what gunicorn's uvicorn workers write through).
+ACCESS_LOGGERS = ("uvicorn.access",)
+PRIVATE_QUERY_PREFIXES = ("/admin/",)  # operator pages: a search box's text rides in the URL
+
+
+class AccessLogRedaction(logging.Filter):
+    """Drop the query string of operator pages from access-log lines: the memory inspector's
+    recall text (``?q=``), a changelist search or filter value would otherwise be written to
+    the log verbatim. The path, method and status stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            path, sep, _query = args[2].partition("?")
+            if sep and path.startswith(PRIVATE_QUERY_PREFIXES):
+                record.args = (*args[:2], f"{path}?[redacted]", *args[3:])
+        return True
+
+
+def access_log_redaction_install() -> None:
+    """Add the redaction to the access loggers (once; the served app calls it at import)."""
+    for name in ACCESS_LOGGERS:
+        target = logging.getLogger(name)
+        if not any(isinstance(f, AccessLogRedaction) for f in target.filters):
+            target.addFilter(AccessLogRedaction())

@@ -18,13 +18,41 @@ class StrictJSONParser(JSONParser):
     instead of failing half-way through a write."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:  # the JSON decoder's own stack, past Python's recursion limit
+            data = None
+            deep = True
+        else:
+            deep = too_deep(data)
+        if deep:
+            raise drf_exceptions.ParseError(
+                f"The JSON body nests deeper than {MAX_BODY_DEPTH} levels.", code="too_deep"
+            )
         where = _nul_path(data, "body")
         if where is not None:
             raise drf_exceptions.ParseError(
                 f"{where} contains a NUL character (\\u0000); remove it.", code="nul_character"
             )
         return data
+
+
+MAX_BODY_DEPTH = 64  # far past any request's shape; metadata has its own, smaller limit
+
+
+def too_deep(value: Any, limit: int = MAX_BODY_DEPTH) -> bool:
+    """Whether ``value`` nests objects / arrays deeper than ``limit`` (a loop, not recursion:
+    a hostile depth must not cost the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children)
+    return False
 
 
 def _nul_path(value: Any, path: str) -> str | None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache.backends.locmem import LocMemCache
@@ -87,3 +88,14 @@ class TokenRateThrottle(SimpleRateThrottle):
         if token_id is None:
             return None  # unauthenticated requests are refused before this runs
         return self.cache_format % {"scope": self.scope, "ident": token_id}
+
+
+def token_rate_check(token_id: int, scope: str) -> float | None:
+    """The same per-token limit outside DRF (the MCP endpoint): counts one call of ``scope``
+    for the token; None when it may pass, else the seconds until the next one may."""
+    throttle = TokenRateThrottle()
+    request = cast(Request, SimpleNamespace(auth=SimpleNamespace(pk=token_id)))
+    view = cast(APIView, SimpleNamespace(rate_scope=lambda _request: scope))
+    if throttle.allow_request(request, view):
+        return None
+    return max(1.0, float(throttle.wait() or 1.0))

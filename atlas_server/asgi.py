@@ -23,11 +23,13 @@ from django.conf import settings  # noqa: E402
 from django.urls import get_resolver  # noqa: E402
 
 from agents import mcp as agents_mcp  # noqa: E402
+from atlas_platform.logging import access_log_redaction_install  # noqa: E402
 from knowledge import mcp as knowledge_mcp  # noqa: E402
 from memory.mcp.app import platform_app  # noqa: E402
 from memory.services.common import embedder  # noqa: E402
 
 logger = logging.getLogger(__name__)
+access_log_redaction_install()  # the inspector's query text never reaches the access log
 
 # django-stubs type a WSGI response as HttpResponseBase: the iterable of bytes a2wsgi wants.
 django_application = WSGIMiddleware(

@@ -103,14 +103,21 @@ def _encode_cursor(doc: MemoryDoc) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+CURSOR_YEARS = (1900, 9000)  # a memory's created_at is a write time
+
+
 def _decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created_at, memory_id = json.loads(raw)
         if isinstance(created_at, str) and isinstance(memory_id, str):
-            datetime.fromisoformat(created_at)  # only a real timestamp reaches the engine
-            return created_at, memory_id
-    except (binascii.Error, ValueError, TypeError):
+            # Only a real, aware timestamp within the years any store keeps reaches the engine
+            # (a year 9999 or 0001 bound fails the cluster's date arithmetic: a 400 here).
+            moment = datetime.fromisoformat(created_at)
+            moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+            if CURSOR_YEARS[0] <= moment.year <= CURSOR_YEARS[1]:
+                return moment.isoformat(), memory_id
+    except (binascii.Error, ValueError, TypeError, OverflowError):
         pass
     raise ValidationError("after is not a cursor this API returned.", code="bad_cursor")
 

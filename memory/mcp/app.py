@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from atlas_platform.exceptions import Unavailable
 from memory.mcp.auth import BearerAuth
-from memory.mcp.server import ExtraTools, build_server
+from memory.mcp.server import ExtraTools, build_server, tool_rate_scope
 
 # Django's ASGIHandler, typed loosely: its stubs' signature is narrower than Starlette's ASGIApp.
 DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
@@ -83,7 +83,9 @@ class PlatformApp:
     def __init__(self, django_app: DjangoASGI, endpoint: McpEndpoint) -> None:
         self.django_app = django_app
         self.endpoint = endpoint
-        self.auth = BearerAuth(endpoint)
+        self.auth = BearerAuth(
+            endpoint, rate_scope=lambda name: tool_rate_scope(endpoint.server, name)
+        )
         self._lifespan = Router(lifespan=self._running)
 
     @contextlib.asynccontextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +20,13 @@ from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from atlas_platform.api import retry_after
 from atlas_platform.context import Actor, request_id
-from atlas_platform.exceptions import AtlasError, AuthenticationFailed, PermissionDenied
+from atlas_platform.exceptions import AtlasError, AuthenticationFailed, PermissionDenied, Throttled
 from atlas_platform.exceptions import ValidationError as AtlasValidationError
 from atlas_platform.middleware import REQUEST_ID_HEADER, choose_request_id
+from atlas_platform.parsers import MAX_BODY_DEPTH, too_deep
+from atlas_platform.throttling import token_rate_check
 from memory.mcp.errors import internal_error_json, refusal_json
 from tenants.models import PlatformToken, User
 from tenants.selectors import user_for_token
@@ -99,6 +103,7 @@ class _Body:
         self.chunks: list[bytes] = []
         self.size = 0
         self.complete = False
+        self.replayed = False
 
     async def __call__(self) -> Message:
         message = await self.receive()
@@ -112,6 +117,14 @@ class _Body:
             self.complete = True
         return message
 
+    async def replay(self) -> Message:
+        """``receive`` for the app once the whole body was read here: the body, then the
+        client's own messages (a disconnect)."""
+        if not self.replayed:
+            self.replayed = True
+            return {"type": "http.request", "body": b"".join(self.chunks), "more_body": False}
+        return await self.receive()
+
     async def read(self) -> bytes:
         """The whole body (reading what the app has not read yet); empty when too large."""
         while not self.complete:
@@ -119,11 +132,15 @@ class _Body:
         return b"".join(self.chunks) if self.size <= BODY_KEPT_BYTES else b""
 
 
-async def _answer(data: dict[str, Any], status: int, send: Send, challenge: str = "") -> None:
+async def _answer(
+    data: dict[str, Any], status: int, send: Send, challenge: str = "", retry: str = ""
+) -> None:
     body = json.dumps(data).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     if challenge:
         headers.append((b"www-authenticate", challenge.encode()))
+    if retry:
+        headers.append((b"retry-after", retry.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -136,7 +153,8 @@ async def _refuse(exc: AtlasError, body: _Body, send: Send) -> None:
         challenge = 'Bearer realm="atlas"' + (
             "" if exc.code == "unauthenticated" else ', error="invalid_token"'
         )
-    await _answer(refusal_json(exc, await body.read()), exc.status_code, send, challenge)
+    retry = retry_after(exc).get("Retry-After", "") if exc.status_code in (409, 429, 503) else ""
+    await _answer(refusal_json(exc, await body.read()), exc.status_code, send, challenge, retry)
 
 
 class BearerAuth:
@@ -146,8 +164,9 @@ class BearerAuth:
     ``X-Request-ID`` (the caller's, if well formed).
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, rate_scope: Callable[[str], str] | None = None) -> None:
         self.app = app
+        self.rate_scope = rate_scope  # a tool's name -> its REST rate-limit scope
 
     async def __call__(
         self, scope: Scope, receive: Receive, send: Send, *, external_id: str | None
@@ -170,7 +189,7 @@ class BearerAuth:
                     await _answer(internal_error_json(await body.read()), 500, sent)
 
     async def _authenticated(
-        self, scope: Scope, receive: Receive, send: Send, rid: str, external_id: str | None
+        self, scope: Scope, receive: _Body, send: Send, rid: str, external_id: str | None
     ) -> None:
         """Refuse (``AtlasError``) or hand the request to ``app`` with its identity."""
         host = _header(scope, "host")
@@ -185,7 +204,70 @@ class BearerAuth:
         resolve = sync_to_async(_resolve_in_request, thread_sensitive=False)
         token, user = await resolve(_header(scope, "authorization"), external_id)
         identity = McpIdentity(token=token, user=user, request_id=rid)
-        await self.app({**scope, IDENTITY_SCOPE_KEY: identity}, receive, send)
+        inner: Receive = receive
+        if scope.get("method") == "POST":
+            # Read whole (chunked or not), so no body skips the depth check or the rate limit.
+            body = b"" if _declared_size(scope) > BODY_KEPT_BYTES else await receive.read()
+            if _declared_size(scope) > BODY_KEPT_BYTES or receive.size > BODY_KEPT_BYTES:
+                raise BodyTooLarge(
+                    f"The request body is over {BODY_KEPT_BYTES} bytes.", code="request_too_large"
+                )
+            await self._count(token, _tool_calls(body))
+            inner = receive.replay
+        await self.app({**scope, IDENTITY_SCOPE_KEY: identity}, inner, send)
+
+    async def _count(self, token: PlatformToken, calls: list[str]) -> None:
+        """Each tool call counts against the token's REST limit of its scope (one policy for
+        both entry points); past it, the request is refused (429) and no tool runs."""
+        if self.rate_scope is None:
+            return
+        check = sync_to_async(token_rate_check, thread_sensitive=False)
+        for name in calls:
+            wait = await check(token.pk, self.rate_scope(name))
+            if wait is not None:
+                raise Throttled(
+                    f"Request was throttled. Expected available in {int(wait)} seconds.",
+                    retry_after=wait,
+                )
+
+
+class BodyTooLarge(AtlasError):
+    status_code = 413
+    code = "request_too_large"
+
+
+def _declared_size(scope: Scope) -> int:
+    """The body's Content-Length (0 for a chunked body, which declares none: read to see)."""
+    try:
+        return int(_header(scope, "content-length") or 0)
+    except ValueError:
+        return 0
+
+
+def _tool_calls(body: bytes) -> list[str]:
+    """The tools a JSON-RPC body calls (a batch may call several). A body nested deeper than
+    the REST limit is refused (400) here, before the SDK's parser could exhaust its stack;
+    a body that is not JSON is the SDK's to refuse."""
+    try:
+        message = json.loads(body)
+    except RecursionError:
+        message, deep = None, True
+    except ValueError:
+        return []
+    else:
+        deep = too_deep(message)
+    if deep:
+        raise AtlasValidationError(
+            f"The JSON body nests deeper than {MAX_BODY_DEPTH} levels.", code="too_deep"
+        )
+    messages = message if isinstance(message, list) else [message]
+    names = []
+    for item in messages:
+        if isinstance(item, dict) and item.get("method") == "tools/call":
+            params = item.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            names.append(name if isinstance(name, str) else "")
+    return names
 
 
 class _Sent:

@@ -29,6 +29,8 @@ def jsonrpc_id(body: bytes) -> Any:
     """The id of the JSON-RPC request in ``body`` (None for a notification), or ``_NOT_JSONRPC``."""
     try:
         message = json.loads(body)
+    except RecursionError:  # too deep to read its id: a JSON-RPC error with a null id
+        return None
     except ValueError:
         return _NOT_JSONRPC
     if isinstance(message, dict) and message.get("jsonrpc") == "2.0":

@@ -94,6 +94,19 @@ class AtlasServer(MCPServer):
             raise
 
 
+RECALL_TOOLS = frozenset({"recall_memory"})
+
+
+def tool_rate_scope(server: MCPServer, name: str) -> str:
+    """The REST rate-limit scope a tool call counts against: ``recall`` for recall, ``read``
+    for a read-only tool, ``write`` for any other (an unknown name too)."""
+    if name in RECALL_TOOLS:
+        return "recall"
+    tool = server._tool_manager.get_tool(name)
+    hints = tool.annotations if tool is not None else None
+    return "read" if hints is not None and hints.read_only_hint else "write"
+
+
 def build_server(extra: ExtraTools = ()) -> MCPServer:
     """A server with the memory tools and any ``extra`` ones; descriptions come from the
     tools' docstrings."""

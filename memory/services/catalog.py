@@ -87,7 +87,7 @@ def _catalog_doc(tenant: Tenant, item: dict[str, Any], vector: list[float]) -> M
         source="operator",
         name=item.get("name"),
         tags=list(item.get("tags") or []),
-        metadata=clean_metadata(item.get("metadata")),
+        metadata=item["metadata"],
     )
 
 
@@ -105,11 +105,15 @@ def _clean_items(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 f"Document {n} must be an object with 'text'.", code="bad_document"
             )
         key = item.get("id")
+        if isinstance(key, str) and key.startswith(PUBLIC_PREFIX):  # the id a read showed
+            key = key[len(PUBLIC_PREFIX) :]
+            item = {**item, "id": key}
         if key is not None and not (isinstance(key, str) and KEY_PATTERN.match(key)):
             raise ValidationError(
                 f"Document {n} id: use 1-128 letters, digits and _ . : -", code="bad_id"
             )
-        cleaned.append({**item, "text": clean_text(item.get("text"), field=f"document {n} text")})
+        text = clean_text(item.get("text"), field=f"document {n} text")
+        cleaned.append({**item, "text": text, "metadata": clean_metadata(item.get("metadata"))})
     ids = [str(i["id"]) for i in cleaned if i.get("id")]
     if len(ids) != len(set(ids)):
         raise ValidationError("Two documents share an id.", code="duplicate_id")

@@ -57,6 +57,7 @@ def clean_text(text: object, *, field: str = "text") -> str:
 
 
 METADATA_MAX_DEPTH = 32
+INT64 = (-(2**63), 2**63 - 1)  # what the store's numbers hold (a JSON number beyond: a 400)
 
 
 def clean_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
@@ -72,7 +73,14 @@ def clean_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
                 f"metadata nests deeper than {METADATA_MAX_DEPTH} levels.", code="metadata_too_deep"
             )
         children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+        for child in children:
+            if isinstance(child, int) and not INT64[0] <= child <= INT64[1]:
+                raise ValidationError(
+                    "metadata holds an integer beyond 64 bits; send it as a string.",
+                    code="metadata_out_of_range",
+                )
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
     return value
 
 

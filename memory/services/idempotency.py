@@ -22,11 +22,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
+from atlas_platform.api import error_body
 from memory.errors import IdempotencyInProgress, IdempotencyKeyReused
 from memory.models import IDEMPOTENCY_TTL, IdempotencyRecord
-from tenants.models import PlatformToken
+from tenants.models import PlatformToken, User
 
 
 @dataclass(frozen=True)
@@ -144,3 +147,35 @@ def idempotency_purge() -> int:
     cutoff = timezone.now() - IDEMPOTENCY_TTL
     deleted, _ = IdempotencyRecord.objects.filter(created_at__lte=cutoff).delete()
     return deleted
+
+
+FORGOTTEN = 410
+FORGOTTEN_MESSAGE = (
+    "The response to this request quoted a memory that was since forgotten; it is not kept. "
+    "The request is not run again."
+)
+
+
+def user_records(user: User) -> Q:
+    """The records of requests for ``user``: through the user's own tokens, and tenant tokens'
+    requests on the user's paths."""
+    return Q(token__user=user) | Q(
+        token__tenant_id=user.tenant_id,
+        token__user__isnull=True,
+        request_line__contains=f"/users/{user.external_id}/",
+    )
+
+
+def idempotency_forget(*, user: User, memory_id: str) -> int:
+    """Redact the user's stored responses that hold ``memory_id`` (the write that made it, a
+    turn or recall that quoted it): a replay answers 410 without the text. The record stays,
+    so the key still replays (the forgotten write is never run again by a retry); returns how
+    many were redacted."""
+    holding = (
+        IdempotencyRecord.objects.filter(user_records(user), status_code__isnull=False)
+        .annotate(body_text=Cast("response_body", TextField()))
+        .filter(body_text__contains=memory_id)
+    )
+    gone = error_body("forgotten", FORGOTTEN_MESSAGE)
+    gone["error"]["request_id"] = None  # the request it answered is long over
+    return holding.update(status_code=FORGOTTEN, response_body=gone)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
 from memory.engine.base import EngineError
@@ -23,6 +24,7 @@ from memory.services.common import (
     now,
     store_errors,
 )
+from memory.services.idempotency import idempotency_forget
 from memory.services.intents import (
     intent_abandon,
     intent_record,
@@ -367,6 +369,9 @@ def memory_forget(*, user: User, memory_id: str) -> None:
         if doc is None or doc.user_id != user.memory_id:
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
         backend().delete(doc)
+    # Stored replies of the user's requests no longer quote it (a replay answers 410).
+    with transaction.atomic():
+        idempotency_forget(user=user, memory_id=doc.id)
     # A forget cannot be taken back: if its tombstone fails, the error says so and a retry
     # finds nothing left to forget (404), the audit keeps what it could.
     _audit(user, "memory.forget", doc)

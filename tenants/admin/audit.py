@@ -14,13 +14,14 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.html import format_html
 
-from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.base import UNREADABLE_FILTER, ScopedModelAdmin, bad_query_string, filter_refused
 from tenants.admin.site import site
 from tenants.models import AuditEvent
 
@@ -163,10 +164,17 @@ class AuditEventAdmin(ScopedModelAdmin):
         """The filtered view as CSV: same filters, same order, all pages."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        rows = self.filtered_queryset(request).select_related("tenant", "subject_user")
+        refusal = bad_query_string(request)
+        if refusal is not None:
+            return refusal
         # Built whole, not streamed: the ASGI handler would buffer a synchronous stream anyway.
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        csv.writer(response).writerows(_csv_rows(rows))
+        try:
+            with transaction.atomic():
+                rows = self.filtered_queryset(request).select_related("tenant", "subject_user")
+                csv.writer(response).writerows(_csv_rows(rows))
+        except UNREADABLE_FILTER as exc:
+            return filter_refused(exc)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
         return response

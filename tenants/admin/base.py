@@ -12,10 +12,12 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import FieldDoesNotExist, PermissionDenied
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
+from django.db import DataError
 from django.db.models import Model, QuerySet
 from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
 
 from atlas_platform.exceptions import AtlasError
@@ -50,6 +52,38 @@ class ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+# What a filter value the query cannot take raises: when the filter is built (Python's date and
+# int conversions), or when the database runs it (PostgreSQL refusing a NUL or an overflow).
+UNREADABLE_FILTER = (
+    IncorrectLookupParameters,
+    ValidationError,
+    DataError,
+    ValueError,
+    OverflowError,
+    TypeError,
+    IndexError,
+)
+
+
+def bad_query_string(request: HttpRequest) -> HttpResponse | None:
+    """A 400 for a query string with a NUL character (no text column can hold one)."""
+    for key, values in request.GET.lists():
+        if "\x00" in key or any("\x00" in v for v in values):
+            return HttpResponseBadRequest(
+                "A filter value contains a NUL character; remove it.", content_type="text/plain"
+            )
+    return None
+
+
+def filter_refused(exc: BaseException) -> HttpResponse:
+    """The 400 for a filter value the list cannot apply (the value itself is not echoed)."""
+    return HttpResponseBadRequest(
+        "A filter in the address cannot be applied (a value out of range or of the wrong "
+        "kind); change or remove it.",
+        content_type="text/plain",
+    )
 
 
 class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -96,7 +130,24 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         declared = self.declared_lookups(request)
         if not any(lookup == d or lookup.startswith(d + LOOKUP_SEP) for d in declared):
             return False
+        if lookup.endswith(LOOKUP_SEP + "range") and len(str(value).split(",")) != 2:
+            return False  # a range is two bounds; one would break the query itself
         return super().lookup_allowed(lookup, value, request)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        """The list page, with a filter value the database or Python cannot take (a NUL byte,
+        a year past 9999, a malformed date) answered as a 400, never a 500. The page is
+        rendered here, so a failure of its query is caught here."""
+        refusal = bad_query_string(request)
+        if refusal is not None:
+            return refusal
+        try:
+            response = super().changelist_view(request, extra_context)
+            if isinstance(response, TemplateResponse):
+                response.render()  # the query runs here: its errors are caught here too
+        except UNREADABLE_FILTER as exc:
+            return filter_refused(exc)
+        return response
 
     # --- scoping ------------------------------------------------------------------------
     def scope(self, request: HttpRequest) -> OperatorScope | None:

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import IdempotencyRecord
+from memory.selectors import memory_page
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from tenants.models import AuditEvent, PlatformToken
@@ -161,3 +162,41 @@ def test_the_hourly_purge_deletes_only_expired_records(api, alice, alice_token, 
     assert purged == 1
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["p2"]
     assert settings.CELERY_BEAT_SCHEDULE["idempotency-purge"]["task"] == idempotency_purge_task.name
+
+
+def test_a_replay_never_returns_a_forgotten_memorys_text(api, alice, alice_token, acme):
+    """Forget redacts the stored replies that hold the memory (its own write, a recall that
+    quoted it, a tenant token's request on the user's path): a replay answers 410 without the
+    text, and the forgotten write is not run again."""
+    secret = "my locker code is 4417"
+    body = {"text": secret, "memory_type": "semantic"}
+    write = api.post(
+        "users/alice/memories", body, token=alice_token, headers={"Idempotency-Key": "w"}
+    )
+    memory_id = write.json()["id"]
+    fleet = tenant_token(acme)
+    other = api.post(
+        "users/alice/memories",
+        {"text": "likes tea", "memory_type": "semantic"},
+        token=fleet,
+        headers={"Idempotency-Key": "w2"},
+    )
+    assert write.status_code == 201 and other.status_code == 201
+
+    assert api.delete(f"users/alice/memories/{memory_id}", token=alice_token).status_code == 204
+    replay = api.post(
+        "users/alice/memories", body, token=alice_token, headers={"Idempotency-Key": "w"}
+    )
+    kept = api.post(
+        "users/alice/memories",
+        {"text": "likes tea", "memory_type": "semantic"},
+        token=fleet,
+        headers={"Idempotency-Key": "w2"},
+    )
+
+    assert replay.status_code == 410, replay.content
+    assert secret not in replay.content.decode() and memory_id not in replay.content.decode()
+    assert error_code(replay) == "forgotten"
+    assert kept.status_code == 201 and kept.json()["id"] == other.json()["id"]
+    texts = [d.text for d in memory_page(user=alice).documents]
+    assert secret not in texts  # not written again by the replay
