@@ -71,6 +71,31 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
     }
 
 
+def bench_user(slug: str = "bench") -> Any:
+    """A throwaway tenant ``<slug>-<hex>`` and its user, cluster-enforced (with a scoped key)
+    when the backend is Elasticsearch with document-level security."""
+    from atlas_platform.cluster import get_cluster
+    from tenants.models import Tenant, User
+    from tenants.services.scoped_keys import scoped_key_provision
+
+    suffix = secrets.token_hex(3)
+    cluster = get_cluster()
+    dls = (
+        settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
+        and cluster is not None
+        and cluster.dls_available()
+    )
+    tenant = Tenant.objects.create(
+        slug=f"{slug}-{suffix}",
+        name=f"{slug} {suffix}",
+        isolation_mode=Tenant.IsolationMode.DLS if dls else Tenant.IsolationMode.FILTER,
+    )
+    user = User.objects.create(tenant=tenant, external_id="bench-user")
+    if dls:
+        scoped_key_provision(user=user)
+    return user
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -120,7 +145,7 @@ class Command(BaseCommand):
         from memory.services.recall import memory_recall
         from memory.services.writes import memory_write
 
-        user = self._bench_user()
+        user = bench_user()
         started = time.perf_counter()
         self._bulk_load(user, size - options["writes"], rng)
         load_s = time.perf_counter() - started
@@ -158,28 +183,6 @@ class Command(BaseCommand):
             "recalls_per_second": round(per_second, 1),
             "rss_mb": rss_mb(),
         }
-
-    def _bench_user(self) -> Any:
-        from atlas_platform.cluster import get_cluster
-        from tenants.models import Tenant, User
-        from tenants.services.scoped_keys import scoped_key_provision
-
-        suffix = secrets.token_hex(3)
-        cluster = get_cluster()
-        dls = (
-            settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
-            and cluster is not None
-            and cluster.dls_available()
-        )
-        tenant = Tenant.objects.create(
-            slug=f"bench-{suffix}",
-            name=f"Bench {suffix}",
-            isolation_mode=Tenant.IsolationMode.DLS if dls else Tenant.IsolationMode.FILTER,
-        )
-        user = User.objects.create(tenant=tenant, external_id="bench-user")
-        if dls:
-            scoped_key_provision(user=user)
-        return user
 
     def _bulk_load(self, user: Any, count: int, rng: random.Random) -> None:
         from datetime import UTC, datetime, timedelta

@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from lab.management.commands.bench import percentiles
+from lab.management.commands.bench import bench_user, percentiles
 
 TOPICS = [
     "billing database migration",
@@ -101,7 +101,7 @@ class Command(BaseCommand):
             user = project.user
             total = project.entities.count()
         else:
-            user = self._bench_user()
+            user = bench_user("bench-kg")
             project = project_register(user=user, path=f"/bench/{secrets.token_hex(3)}").project
             started = time.perf_counter()
             for n in range(total):
@@ -156,28 +156,6 @@ class Command(BaseCommand):
             fn(i)
             samples.append((time.perf_counter() - mark) * 1000)
         return percentiles(samples)
-
-    def _bench_user(self) -> Any:
-        from atlas_platform.cluster import get_cluster
-        from tenants.models import Tenant, User
-        from tenants.services.scoped_keys import scoped_key_provision
-
-        suffix = secrets.token_hex(3)
-        cluster = get_cluster()
-        dls = (
-            settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
-            and cluster is not None
-            and cluster.dls_available()
-        )
-        tenant = Tenant.objects.create(
-            slug=f"bench-kg-{suffix}",
-            name=f"Bench KG {suffix}",
-            isolation_mode=Tenant.IsolationMode.DLS if dls else Tenant.IsolationMode.FILTER,
-        )
-        user = User.objects.create(tenant=tenant, external_id="bench-user")
-        if dls:
-            scoped_key_provision(user=user)
-        return user
 
     def _clean(self, user: Any) -> None:
         from knowledge.models import Entity
