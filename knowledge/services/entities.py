@@ -274,29 +274,7 @@ def _update(
     vector: list[float],
     moment: datetime,
 ) -> Upserted:
-    old_status = entity.status
-    changed = _apply(entity, note)
-    entity.version += 1
-    entity.conflicted = False
-    entity.updated_at = moment
-    if entity.status != old_status:
-        entity.status_changed_at = moment
-    entity.save()
-    added, removed = _set_edges(entity, note.edges, moment)
-    revision = _revision(
-        entity,
-        Revision.Kind.UPDATED,
-        moment=moment,
-        note=note,
-        base_version=base_version,
-        machine=machine,
-        changed=changed,
-        embedding=vector,
-        added=added,
-        removed=removed,
-    )
-    _audit("entity.update", entity, fields=changed)
-    return Upserted("updated", entity, revision=revision)
+    return _rewrite(entity, note, base_version, machine, vector, moment, revive=False)
 
 
 def _revive(
@@ -307,16 +285,35 @@ def _revive(
     vector: list[float],
     moment: datetime,
 ) -> Upserted:
+    return _rewrite(entity, note, base_version, machine, vector, moment, revive=True)
+
+
+def _rewrite(
+    entity: Entity,
+    note: ParsedNote,
+    base_version: int | None,
+    machine: str,
+    vector: list[float],
+    moment: datetime,
+    *,
+    revive: bool,
+) -> Upserted:
+    """A new version from ``note``: an update, or (``revive``) the restore of a tombstone by a
+    write of its file."""
+    old_status = entity.status
     changed = _apply(entity, note)
     entity.version += 1
-    entity.deleted_at = None
     entity.conflicted = False
-    entity.updated_at = entity.status_changed_at = moment
+    entity.updated_at = moment
+    if revive:
+        entity.deleted_at = None
+    if revive or entity.status != old_status:
+        entity.status_changed_at = moment
     entity.save()
     added, removed = _set_edges(entity, note.edges, moment)
     revision = _revision(
         entity,
-        Revision.Kind.RESTORED,
+        Revision.Kind.RESTORED if revive else Revision.Kind.UPDATED,
         moment=moment,
         note=note,
         base_version=base_version,
@@ -326,8 +323,11 @@ def _revive(
         added=added,
         removed=removed,
     )
-    _audit("entity.restore", entity, by="write")
-    return Upserted("restored", entity, revision=revision)
+    if revive:
+        _audit("entity.restore", entity, by="write")
+        return Upserted("restored", entity, revision=revision)
+    _audit("entity.update", entity, fields=changed)
+    return Upserted("updated", entity, revision=revision)
 
 
 def entity_tombstone(*, entity: Entity, moment: datetime, reason: str) -> Revision:
