@@ -4,6 +4,13 @@
 a token names (a tenant token: any active user of its tenant; a user token: only its own). The
 resolved identity rides in the ASGI scope, where the tools read it back through the SDK's request
 context, so no tool ever trusts a user id from its arguments.
+
+Auto-provisioning (``Tenant.auto_provision_users`` + a tenant token with ``allow_provisioning``)
+follows REST's rule, "the first turn creates the user": a client naming a user who does not
+exist yet may connect (initialize, list the tools) with no user behind its identity, and its
+first ``record_turn`` provisions them (``calls.call(provisions=True)``); any other tool called
+before that answers ``user_not_found``. Without the right or the setting the request is refused
+here, at connect, as for any unknown user.
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from atlas_platform.api import retry_after
 from atlas_platform.context import Actor, request_id
-from atlas_platform.exceptions import AtlasError, AuthenticationFailed, PermissionDenied, Throttled
+from atlas_platform.exceptions import (
+    AtlasError,
+    AuthenticationFailed,
+    NotFound,
+    PermissionDenied,
+    Throttled,
+)
 from atlas_platform.exceptions import ValidationError as AtlasValidationError
 from atlas_platform.middleware import REQUEST_ID_HEADER, choose_request_id
 from atlas_platform.parsers import MAX_BODY_DEPTH, too_deep
@@ -31,6 +44,7 @@ from memory.mcp.errors import internal_error_json, refusal_json
 from tenants.models import PlatformToken, User
 from tenants.selectors import user_for_token
 from tenants.services.tokens import token_authenticate
+from tenants.services.users import user_awaits_provisioning
 
 IDENTITY_SCOPE_KEY = "atlas.mcp.identity"
 BODY_KEPT_BYTES = 1 << 20  # enough for any JSON-RPC request's id; larger bodies are not kept
@@ -40,21 +54,30 @@ _DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]  # what Django allows with D
 
 @dataclass(frozen=True)
 class McpIdentity:
-    """Who an MCP request acts as: the token presented and the user it acts for."""
+    """Who an MCP request acts as: the token presented and the user it acts for.
+
+    ``user`` is None only for a user who does not exist yet and whom the first ``record_turn``
+    will provision (``external_id`` names them); every tool goes through ``calls.call``, which
+    provisions or refuses them."""
 
     token: PlatformToken
-    user: User
+    user: User | None
     request_id: str
+    external_id: str = ""
 
     @property
     def actor(self) -> Actor:
         return Actor(type="token", id=str(self.token.pk), label=self.token.name)
 
 
-def identity_resolve(*, authorization: str, external_id: str | None) -> tuple[PlatformToken, User]:
-    """The token behind an ``Authorization`` header and the user it acts for (sync, DB).
+def identity_resolve(
+    *, authorization: str, external_id: str | None
+) -> tuple[PlatformToken, User | None, str]:
+    """The token behind an ``Authorization`` header, the user it acts for and their external
+    id (sync, DB).
 
     ``external_id`` is the user named in the path, or None on ``/mcp/`` (the token's own user).
+    The user is None for one a first turn will provision (``user_awaits_provisioning``).
     Raises ``AuthenticationFailed`` (401), ``NotFound`` (404: a user the token may not name,
     never saying whether it exists elsewhere) or ``PermissionDenied`` (403: a tenant token on
     ``/mcp/``, which does not say whom it acts for).
@@ -70,10 +93,17 @@ def identity_resolve(*, authorization: str, external_id: str | None) -> tuple[Pl
                 code="user_required",
             )
         external_id = token.user.external_id
-    return token, user_for_token(token=token, external_id=external_id)
+    try:
+        return token, user_for_token(token=token, external_id=external_id), external_id
+    except NotFound:
+        if user_awaits_provisioning(token=token, external_id=external_id):
+            return token, None, external_id
+        raise
 
 
-def _resolve_in_request(authorization: str, external_id: str | None) -> tuple[PlatformToken, User]:
+def _resolve_in_request(
+    authorization: str, external_id: str | None
+) -> tuple[PlatformToken, User | None, str]:
     """``identity_resolve`` with Django's per-request connection hygiene around it."""
     close_old_connections()
     try:
@@ -202,8 +232,8 @@ class BearerAuth:
             )
         # In a worker thread, not Django's one shared sync thread (see ``tools.call``).
         resolve = sync_to_async(_resolve_in_request, thread_sensitive=False)
-        token, user = await resolve(_header(scope, "authorization"), external_id)
-        identity = McpIdentity(token=token, user=user, request_id=rid)
+        token, user, named = await resolve(_header(scope, "authorization"), external_id)
+        identity = McpIdentity(token=token, user=user, request_id=rid, external_id=named)
         inner: Receive = receive
         if scope.get("method") == "POST":
             # Read whole (chunked or not), so no body skips the depth check or the rate limit.

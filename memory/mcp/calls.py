@@ -15,6 +15,9 @@ from atlas_platform.context import acting_as, request_id
 from atlas_platform.exceptions import AtlasError
 from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
 from memory.mcp.results import failure, internal_failure, success
+from tenants.models import User
+from tenants.selectors import user_for_token
+from tenants.services.users import user_for_first_turn
 
 logger = logging.getLogger(__name__)
 
@@ -28,20 +31,40 @@ def identity_of(ctx: Context) -> McpIdentity:
     return identity
 
 
-def _in_request(service: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    """Run a service the way Django runs a request: fresh or healthy DB connections."""
+def _user(identity: McpIdentity, provisions: bool) -> User:
+    """The request's user. One who does not exist yet (``McpIdentity.user`` is None) is
+    provisioned by a tool that ``provisions`` (the first turn, as on REST); any other tool
+    gets the ``user_not_found`` the connection would have had without auto-provisioning (or
+    the user, when a concurrent first turn made them meanwhile)."""
+    if identity.user is not None:
+        return identity.user
+    resolve = user_for_first_turn if provisions else user_for_token
+    return resolve(token=identity.token, external_id=identity.external_id)
+
+
+def _in_request(
+    service: Callable[..., Any], identity: McpIdentity, provisions: bool, kwargs: dict[str, Any]
+) -> Any:
+    """Run a service for the request's user the way Django runs a request: fresh or healthy
+    DB connections."""
     close_old_connections()
     try:
-        return service(**kwargs)
+        return service(user=_user(identity, provisions), **kwargs)
     finally:
         close_old_connections()
 
 
 async def call(
-    ctx: Context, service: Callable[..., Any], shape: Callable[[Any], dict[str, Any]], **kwargs: Any
+    ctx: Context,
+    service: Callable[..., Any],
+    shape: Callable[[Any], dict[str, Any]],
+    provisions: bool = False,
+    **kwargs: Any,
 ) -> CallToolResult:
     """Call ``service`` for the request's user in a worker thread, as the token's actor;
-    domain errors come back as tool errors.
+    domain errors come back as tool errors. ``provisions``: the tool may create a user who does
+    not exist yet where the tenant and token allow it (``record_turn`` only, mirroring REST's
+    turn endpoint); the creation is audited as the token's, like REST's.
 
     Not ``thread_sensitive``: outside Django's own request handling that would run every tool
     call of the process on one shared thread, one after the other. A service holds no state in
@@ -51,7 +74,7 @@ async def call(
     run = sync_to_async(_in_request, thread_sensitive=False)
     with acting_as(identity.actor), request_id(identity.request_id):
         try:
-            result = await run(service, {"user": identity.user, **kwargs})
+            result = await run(service, identity, provisions, kwargs)
         except AtlasError as exc:
             return failure(exc)
         except Exception:

@@ -208,7 +208,13 @@ async def record_turn(
     the memories most relevant to it (recalled on the exact words). Call it once per user
     message."""
     return await call(
-        ctx, memory_turn_record, turn_out, text=text, session_id=session_id, agent=agent
+        ctx,
+        memory_turn_record,
+        turn_out,
+        provisions=True,  # the first turn creates an unknown user where the tenant allows it
+        text=text,
+        session_id=session_id,
+        agent=agent,
     )
 
 

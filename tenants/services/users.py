@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -10,7 +11,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
 from atlas_platform.exceptions import AtlasError, Conflict, ValidationError
-from tenants.models import Operator, PlatformToken, ScopedKey, Tenant, User
+from tenants.models import EXTERNAL_ID_VALIDATOR, Operator, PlatformToken, ScopedKey, Tenant, User
 from tenants.selectors import user_for_token
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import (
@@ -89,19 +90,33 @@ def user_provision(
     return Provisioned(user=user, key=key)
 
 
+def may_auto_provision(*, token: PlatformToken) -> bool:
+    """Whether a first turn sent with ``token`` may create the user it names: a tenant token
+    with the provisioning right, on a tenant that turned ``auto_provision_users`` on."""
+    return token.user_id is None and token.allow_provisioning and token.tenant.auto_provision_users
+
+
+def user_awaits_provisioning(*, token: PlatformToken, external_id: str) -> bool:
+    """True when ``external_id`` is nobody yet and a first turn sent with ``token`` would
+    provision them (a well-formed id, ``may_auto_provision``). The MCP endpoint lets such a
+    client connect before its first ``record_turn``."""
+    return (
+        may_auto_provision(token=token)
+        and re.fullmatch(EXTERNAL_ID_VALIDATOR.regex, external_id) is not None
+        and not User.objects.filter(tenant_id=token.tenant_id, external_id=external_id).exists()
+    )
+
+
 def user_for_first_turn(*, token: PlatformToken, external_id: str) -> User:
     """The user a turn names; an unknown one is provisioned first when the tenant turned on
     ``auto_provision_users`` and the token may provision users (a race for the same id ends
     with the one user both callers name)."""
-    tenant = token.tenant
-    if token.user_id is None and token.allow_provisioning and tenant.auto_provision_users:
-        exists = User.objects.filter(tenant=tenant, external_id=external_id).exists()
-        if not exists:
-            try:
-                user_provision(tenant=tenant, external_id=external_id)
-            except ValidationError as exc:
-                if exc.code != "duplicate_user":
-                    raise
+    if user_awaits_provisioning(token=token, external_id=external_id):
+        try:
+            user_provision(tenant=token.tenant, external_id=external_id)
+        except ValidationError as exc:
+            if exc.code != "duplicate_user":
+                raise
     return user_for_token(token=token, external_id=external_id)
 
 

@@ -40,9 +40,10 @@ def embedded_store(settings: Any, tmp_path: Any) -> Iterator[None]:
     bookkeeping.drain()
 
 
-@pytest.fixture
-def atlas_server(transactional_db: None, embedded_store: None) -> Iterator[str]:
-    """The base URL of a live server running ``atlas_server.asgi.application``."""
+@contextlib.contextmanager
+def serving() -> Iterator[str]:
+    """The base URL of a live server running ``atlas_server.asgi.application`` (with the
+    settings in force now: the embedded store, or the cluster with ``es``)."""
     from atlas_server.asgi import application
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -63,6 +64,13 @@ def atlas_server(transactional_db: None, embedded_store: None) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=15)
         sock.close()
+
+
+@pytest.fixture
+def atlas_server(transactional_db: None, embedded_store: None) -> Iterator[str]:
+    """The base URL of a live server on the embedded store."""
+    with serving() as url:
+        yield url
 
 
 def issue(tenant: Tenant, user: User | None = None, **kwargs: Any) -> str:
