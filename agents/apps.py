@@ -9,9 +9,11 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents.admin import activity_panel
+        from agents.exports import register
         from agents.receivers import erase_user_data
         from tenants.admin.dashboard import add_panel
         from tenants.signals import user_data_erasing
 
         add_panel(activity_panel)
+        register()  # the agents sections of the user export
         user_data_erasing.connect(erase_user_data, dispatch_uid="agents.erase_user_data")

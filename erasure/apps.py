@@ -8,6 +8,8 @@ class ErasureConfig(AppConfig):
 
     def ready(self) -> None:
         from erasure.dashboard import forget_requests_panel
+        from erasure.exports import register
         from tenants.admin.dashboard import add_panel
 
         add_panel(forget_requests_panel)
+        register()  # the forget / erasure requests sections of the user export

@@ -10,8 +10,10 @@ class KnowledgeConfig(AppConfig):
     def ready(self) -> None:
         from agents.api.operations import register_kind
         from knowledge.api.operations import ENTITY_UPSERT
+        from knowledge.exports import register
         from knowledge.receivers import erase_user_data
         from tenants.signals import user_data_erasing
 
         register_kind("entity.upsert", ENTITY_UPSERT)
+        register()  # the knowledge graph's sections of the user export
         user_data_erasing.connect(erase_user_data, dispatch_uid="knowledge.erase_user_data")

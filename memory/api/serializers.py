@@ -196,24 +196,6 @@ class MemoryPageOut(serializers.Serializer[Any]):
     )
 
 
-class ExportUserOut(serializers.Serializer[Any]):
-    external_id = serializers.CharField()
-    display_name = serializers.CharField(allow_blank=True)
-    status = serializers.CharField()
-    created_at = serializers.DateTimeField()
-
-
-class ExportOut(serializers.Serializer[Any]):
-    """Everything Atlas holds about the user's memories (the right of access)."""
-
-    user = ExportUserOut()
-    exported_at = serializers.DateTimeField()
-    counts = serializers.DictField(
-        child=serializers.IntegerField(), help_text="Memories per type in the export."
-    )
-    memories = MemoryOut(many=True, help_text="Every personal memory, superseded ones too.")
-
-
 # --- requests -------------------------------------------------------------------------------
 class TurnIn(serializers.Serializer[Any]):
     text = _text("The user's message, verbatim: stored as an episode and recalled on.")

@@ -13,7 +13,6 @@ urlpatterns = [
     path(f"{USER}/turns", views.TurnsView.as_view(), name="api-turns"),
     path(f"{USER}/recall", views.RecallView.as_view(), name="api-recall"),
     path(f"{USER}/memories", views.MemoriesView.as_view(), name="api-memories"),
-    path(f"{USER}/export", views.ExportView.as_view(), name="api-user-export"),
     path(f"{USER}/memories/<str:memory_id>", views.MemoryView.as_view(), name="api-memory"),
     path(
         f"{USER}/memories/<str:memory_id>/history",

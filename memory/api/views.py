@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
@@ -27,7 +26,7 @@ from memory.api import serializers as s
 from memory.api.base import AtlasView, CatalogAccess, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
 from memory.plans import DEFAULT_PLAN, RecallPlan
-from memory.selectors import catalog_list, memory_export, memory_get, memory_history, memory_page
+from memory.selectors import catalog_list, memory_get, memory_history, memory_page
 from memory.services.catalog import catalog_delete, catalog_import, catalog_public_id
 from memory.services.recall import memory_recall
 from memory.services.writes import (
@@ -36,7 +35,6 @@ from memory.services.writes import (
     memory_write,
     procedure_outcome_record,
 )
-from memory.shapes import when
 from memory.types import PERSONAL_TYPES, MemoryDoc
 
 
@@ -180,35 +178,6 @@ class ProcedureOutcomeView(UserView):
         data = parsed(s.OutcomeIn, request.data)
         doc = procedure_outcome_record(user=self.subject, memory_id=memory_id, **data)
         return memory_response(doc)
-
-
-class ExportView(UserView):
-    @extend_schema(
-        operation_id="user_export",
-        tags=["memories"],
-        responses={200: s.ExportOut, **errors(*READ_ERRORS)},
-    )
-    def get(self, request: Request, user_id: str) -> Response:
-        """Everything Atlas holds about the user's memories as one JSON document: the user
-        record and every personal memory, superseded facts included (the right of access
-        that pairs with erasure)."""
-        user = self.subject
-        docs = list(memory_export(user=user))
-        counts = dict.fromkeys(PERSONAL_TYPES, 0)
-        for doc in docs:
-            counts[doc.memory_type] = counts.get(doc.memory_type, 0) + 1
-        body = {
-            "user": {
-                "external_id": user.external_id,
-                "display_name": user.display_name,
-                "status": user.status,
-                "created_at": when(user.created_at),
-            },
-            "exported_at": when(timezone.now()),
-            "counts": counts,
-            "memories": memories_data(docs),
-        }
-        return Response(body)
 
 
 class CatalogView(AtlasView):

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from tenants.api import users
+from tenants.api.export import UserExportView
 from tenants.api.views import TokenView
 
 USER = "users/<str:user_id>"
@@ -13,4 +14,5 @@ urlpatterns = [
     path(USER, users.UserDetailView.as_view(), name="api-user"),
     path(f"{USER}/disable", users.UserDisableView.as_view(), name="api-user-disable"),
     path(f"{USER}/enable", users.UserEnableView.as_view(), name="api-user-enable"),
+    path(f"{USER}/export", UserExportView.as_view(), name="api-user-export"),
 ]

@@ -1,0 +1,121 @@
+"""``GET /api/v1/users/{user_id}/export``: everything Atlas holds about a user as one JSON
+document, the right of access that pairs with erasure.
+
+The document is the user record, then one array per section the apps registered
+(``tenants.exports``: memories, forget requests, agents' records, the knowledge graph, ...),
+then ``counts`` (rows per section). It is streamed: each section is read in bounded batches and
+written as it is read, so a user with millions of rows never sits in memory whole. The first
+batch of every section is read before the response starts, so a store that is down answers a
+plain 503; a failure later, mid-stream, is logged and cuts the body short (no closing brace:
+no client can take a cut export for a complete one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.utils.encoders import JSONEncoder
+
+from atlas_platform.openapi import READ_ERRORS, USER_ID, errors
+from tenants.api.base import UserApiView
+from tenants.exports import ExportSection, export_sections
+from tenants.models import User
+
+logger = logging.getLogger(__name__)
+CHUNK_BYTES = 64 * 1024  # what the stream hands the server at a time
+
+
+class ExportUserOut(serializers.Serializer[Any]):
+    external_id = serializers.CharField(help_text="Your system's id for the user.")
+    display_name = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=["active", "disabled"])
+    created_at = serializers.DateTimeField()
+
+
+class UserExportOut(serializers.Serializer[Any]):
+    """Everything Atlas holds about the user (the right of access): the user record, one array
+    per section, then the rows per section."""
+
+    user = ExportUserOut()
+    exported_at = serializers.DateTimeField()
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Rows per section (written after them)."
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        # The sections the installed apps registered (read when the schema is generated).
+        fields = super().get_fields()
+        counts = fields.pop("counts")
+        for section in export_sections():
+            fields[section.name] = section.shape(many=True, help_text=section.help_text)
+        fields["counts"] = counts
+        return fields
+
+
+def _started(rows: Iterable[Any]) -> Iterator[Any]:
+    """``rows`` with their first item read now (a store that is down fails here, before the
+    response starts)."""
+    it = iter(rows)
+    return chain(list(islice(it, 1)), it)
+
+
+def user_export_stream(*, user: User) -> Iterator[bytes]:
+    """The export document of ``user``, in chunks (see the module docstring)."""
+    sections = [(section, _started(section.rows(user))) for section in export_sections()]
+    return _document(user, sections)
+
+
+def _document(user: User, sections: list[tuple[ExportSection, Iterator[Any]]]) -> Iterator[bytes]:
+    encoder = JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    head = {
+        "user": ExportUserOut(user).data,
+        "exported_at": serializers.DateTimeField().to_representation(timezone.now()),
+    }
+    buffer = [encoder.encode(head)[:-1]]  # the opening object, left open
+    size = len(buffer[0])
+    counts: dict[str, int] = {}
+    try:
+        for section, rows in sections:
+            buffer.append(f",{encoder.encode(section.name)}:[")
+            n = 0
+            for row in rows:
+                item = ("," if n else "") + encoder.encode(section.shape(row).data)
+                buffer.append(item)
+                size += len(item)
+                n += 1
+                if size >= CHUNK_BYTES:
+                    yield "".join(buffer).encode()
+                    buffer, size = [], 0
+            buffer.append("]")
+            counts[section.name] = n
+    except Exception:
+        logger.exception("the export of user %s stopped mid-stream", user.pk)
+        yield "".join(buffer).encode()
+        return  # no closing brace: the body is visibly incomplete
+    buffer.append(f',"counts":{encoder.encode(counts)}}}')
+    yield "".join(buffer).encode()
+
+
+class UserExportView(UserApiView):
+    @extend_schema(
+        operation_id="user_export",
+        tags=["users"],
+        parameters=[USER_ID],
+        responses={200: UserExportOut, **errors(*READ_ERRORS)},
+    )
+    def get(self, request: Request, user_id: str) -> StreamingHttpResponse:
+        """Everything Atlas holds about the user as one JSON document (the right of access
+        that pairs with erasure): the user record, every personal memory (superseded facts
+        too), forget and erasure requests, the agents' records and the knowledge graph,
+        then the rows per section. Streamed; a body cut short by a failure mid-way lacks
+        its closing brace."""
+        stream = user_export_stream(user=self.subject)
+        return StreamingHttpResponse(stream, content_type="application/json")

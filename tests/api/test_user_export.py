@@ -1,0 +1,222 @@
+"""The user export (``GET /api/v1/users/{user_id}/export``, the right of access): every app's
+section (``tenants.exports``) for a user with data in every app, nobody else's rows, the auth
+rules of every user endpoint, bounded batches, and what a failure does before and during the
+stream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.models import Project
+from agents.services.tasks import task_create
+from erasure.services import OperatorPrincipal, forget_request_open
+from knowledge.models import HandoffNarration
+from memory.engine.base import EngineError
+from memory.services.common import backend
+from memory.services.writes import memory_write
+from tenants import exports
+from tenants.models import PlatformToken, Tenant, User
+from tenants.scoping import scope_for
+from tenants.services.tokens import token_issue, token_revoke
+from tests.agents.conftest import register
+from tests.agents.test_purge import everything
+from tests.api.conftest import error_code, tenant_token, user_token
+from tests.knowledge.test_erasure import graph
+
+pytestmark = pytest.mark.usefixtures("store")
+
+# Where each model of the apps above tenants that holds a user's data lands in the export: a
+# new model must be added here and get a section (or the export misses it).
+SECTION_OF = {
+    ("agents", "Agent"): "agents",
+    ("agents", "Machine"): "machines",
+    ("agents", "Project"): "projects",
+    ("agents", "Session"): "agent_sessions",
+    ("agents", "Task"): "tasks",
+    ("agents", "TaskTransition"): "task_transitions",
+    ("agents", "Message"): "agent_messages",
+    ("agents", "Presence"): "presence",
+    ("agents", "MemoryFile"): "memory_files",
+    ("agents", "AppliedOperation"): "agent_operations",
+    ("knowledge", "Entity"): "entities",
+    ("knowledge", "Revision"): "entity_revisions",
+    ("knowledge", "Edge"): "entity_edges",
+    ("knowledge", "ReconcileRun"): "reconcile_runs",
+    ("knowledge", "HandoffNarration"): "handoff_narrations",
+    ("erasure", "ForgetRequest"): "forget_requests",  # and erasure_requests
+    # Rows of a request (no user of their own), shown inside forget_requests' entries.
+    ("erasure", "ErasureProgress"): "forget_requests",
+    ("erasure", "ErasedPage"): "forget_requests",
+}
+
+
+def exported(response: Any) -> dict[str, Any]:
+    assert response.status_code == 200, response
+    assert response.streaming and response["Content-Type"] == "application/json"
+    body = json.loads(b"".join(response.streaming_content))
+    assert isinstance(body, dict)
+    return body
+
+
+def fill(user: User, peer: User, admin: Any) -> None:
+    """Something of ``user`` in every app (messages exchanged with ``peer``'s agent)."""
+    memory_write(user=user, text=f"{user.external_id} keeps bees", memory_type="semantic")
+    everything(user, register(peer, f"peer-of-{user.external_id}"))
+    graph(user)
+    project = Project.objects.filter(user=user).earliest("pk")
+    HandoffNarration.objects.create(
+        user=user, project=project, prompt_tokens=120, completion_tokens=30
+    )
+    token = token_issue(tenant=user.tenant, user=user, name=f"{user.external_id} app").token
+    forget_request_open(user=user, by=token, scope="query", query="bees")
+    operator_scope = scope_for(admin.account)
+    assert operator_scope is not None
+    operator = OperatorPrincipal(admin.account, operator_scope)
+    forget_request_open(user=user, by=operator, scope="user")
+
+
+@pytest.fixture
+def carol(acme: Tenant) -> User:
+    return User.objects.create(tenant=acme, external_id="carol")
+
+
+def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
+    api: Any, alice: User, bob: User, carol: User, acme_admin: Any
+) -> None:
+    fill(alice, carol, acme_admin)
+    fill(bob, carol, acme_admin)
+
+    response = api.get("users/alice/export", token=user_token(alice))
+
+    body = exported(response)
+    names = [section.name for section in exports.export_sections()]
+    assert list(body) == ["user", "exported_at", *names, "counts"]
+    for name in names:
+        assert body[name], f"section {name} is empty"
+        assert body["counts"][name] == len(body[name]), name
+    assert body["user"] == {
+        "external_id": "alice",
+        "display_name": "",
+        "status": "active",
+        "created_at": body["user"]["created_at"],
+    }
+    assert [m["text"] for m in body["memories"]] == ["alice keeps bees"]
+    assert [(r["scope"], r["status"]) for r in body["forget_requests"]] == [("query", "pending")]
+    assert set(body["forget_requests"][0]) >= {"memory_ids", "progress", "receipt"}
+    (erasure,) = body["erasure_requests"]  # an operator's request about her: its status only
+    assert set(erasure) == {"id", "scope", "status", "created_at", "finished_at"}
+    assert {e["key"] for e in body["entities"]} == {"a", "b"}
+    assert "Narwhal tusk study.\n" in {e["body"] for e in body["entities"]}
+    assert {(e["source"], e["label"], e["target"]) for e in body["entity_edges"]} == {
+        ("a", "blocked_by", "b")
+    }
+    assert body["handoff_narrations"][0]["prompt_tokens"] == 120
+    # Messages between her agent and Carol's: both ways, nothing of Bob's exchange with Carol.
+    assert {(m["sender_user"], m["recipient_user"]) for m in body["agent_messages"]} == {
+        ("alice", "carol"),
+        ("carol", "alice"),
+    }
+    assert b"bob" not in json.dumps(body).lower().encode()
+
+
+def test_every_model_that_holds_user_data_has_a_section() -> None:
+    names = {section.name for section in exports.export_sections()}
+    for app in ("agents", "knowledge", "erasure"):
+        for model in apps.get_app_config(app).get_models():
+            section = SECTION_OF.get((app, model.__name__))
+            assert section in names, f"{app}.{model.__name__} has no export section"
+
+
+@pytest.mark.parametrize(
+    "caller", ["alice's user token", "another tenant's token", "revoked tenant token"]
+)
+def test_a_token_cannot_export_a_user_it_may_not_name(
+    api: Any, alice: User, bob: User, globex: Tenant, caller: str
+) -> None:
+    memory_write(user=bob, text="Bob's private note", memory_type="semantic")
+    token = {
+        "alice's user token": lambda: user_token(alice),
+        "another tenant's token": lambda: tenant_token(globex),
+        "revoked tenant token": lambda: tenant_token(bob.tenant),
+    }[caller]()
+    if caller == "revoked tenant token":
+        token_revoke(token=PlatformToken.objects.get(lookup=token.split("_")[1]))
+
+    response = api.get("users/bob/export", token=token)
+
+    assert response.status_code in (401, 404), response.status_code
+    assert not response.streaming and "Bob's private note" not in response.content.decode()
+    expected = "token_revoked" if caller == "revoked tenant token" else "user_not_found"
+    assert error_code(response) == expected
+
+
+def test_a_tenant_token_exports_any_user_of_its_tenant(api: Any, alice: User, bob: User) -> None:
+    memory_write(user=bob, text="Bob's note", memory_type="semantic")
+
+    body = exported(api.get("users/bob/export", token=tenant_token(bob.tenant)))
+
+    assert [m["text"] for m in body["memories"]] == ["Bob's note"]
+
+
+def test_a_section_bigger_than_a_batch_is_read_in_bounded_batches(
+    api: Any, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(exports, "EXPORT_BATCH", 3)
+    agent = register(alice)
+    made = [task_create(user=alice, agent=agent, title=f"task {n}").pk for n in range(7)]
+
+    with CaptureQueriesContext(connection) as queries:
+        body = exported(api.get("users/alice/export", token=user_token(alice)))
+
+    assert [t["id"] for t in body["tasks"]] == made
+    task_reads = [q["sql"] for q in queries if q["sql"].startswith('SELECT "agents_task"')]
+    assert len(task_reads) == 3  # 3 + 3 + 1 rows, never all at once
+    assert all("LIMIT 3" in sql for sql in task_reads)
+
+
+def test_a_store_down_before_the_stream_is_a_plain_503(
+    api: Any, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise EngineError("index [atlas-x] refused")
+
+    monkeypatch.setattr(type(backend()), "scan", broken)
+
+    response = api.get("users/alice/export", token=user_token(alice))
+
+    assert response.status_code == 503 and not response.streaming
+    assert error_code(response) == "memory_store_unavailable"
+
+
+def test_a_failure_mid_stream_cuts_the_document_visibly_short(
+    api: Any, alice: User, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    agent = register(alice)
+    for n in range(2):
+        task_create(user=alice, agent=agent, title=f"task {n}")
+    section = next(s for s in exports.export_sections() if s.name == "tasks")
+
+    def failing(user: User) -> Any:
+        rows = iter(section.rows(user))
+        yield next(rows)
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setitem(
+        exports._SECTIONS, "tasks", exports.ExportSection("tasks", failing, section.shape, "")
+    )
+
+    with caplog.at_level("ERROR", logger="tenants.api.export"):
+        response = api.get("users/alice/export", token=user_token(alice))
+        assert response.status_code == 200  # the response had started
+        raw = b"".join(response.streaming_content)
+
+    assert b"task 0" in raw and b"task 1" not in raw
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(raw)
+    assert any("mid-stream" in r.getMessage() for r in caplog.records)
