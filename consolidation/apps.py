@@ -10,6 +10,8 @@ class ConsolidationConfig(AppConfig):
     def ready(self) -> None:
         from consolidation import receivers  # noqa: F401 - connects the turn-path hooks
         from consolidation.dashboard import consolidation_panel
+        from consolidation.exports import register
         from tenants.admin.dashboard import add_panel
 
         add_panel(consolidation_panel)
+        register()  # the consolidation sections of the user export

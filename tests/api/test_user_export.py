@@ -15,11 +15,12 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import Project
 from agents.services.tasks import task_create
+from consolidation.services.triggers import consolidation_request
 from erasure.services import OperatorPrincipal, forget_request_open
 from knowledge.models import HandoffNarration
 from memory.engine.base import EngineError
 from memory.services.common import backend
-from memory.services.writes import memory_write
+from memory.services.writes import memory_turn_record, memory_write
 from tenants import exports
 from tenants.models import PlatformToken, Tenant, User
 from tenants.scoping import scope_for
@@ -53,6 +54,9 @@ SECTION_OF = {
     # Rows of a request (no user of their own), shown inside forget_requests' entries.
     ("erasure", "ErasureProgress"): "forget_requests",
     ("erasure", "ErasedPage"): "forget_requests",
+    ("consolidation", "ConsolidationRun"): "consolidation_runs",
+    ("consolidation", "ConsolidationState"): "consolidation_state",
+    ("consolidation", "PlaybookSuggestion"): "playbook_suggestions",
 }
 
 
@@ -67,6 +71,16 @@ def exported(response: Any) -> dict[str, Any]:
 def fill(user: User, peer: User, admin: Any) -> None:
     """Something of ``user`` in every app (messages exchanged with ``peer``'s agent)."""
     memory_write(user=user, text=f"{user.external_id} keeps bees", memory_type="semantic")
+    memory_write(
+        user=user,
+        text="Feeding bees in winter",
+        memory_type="procedural",
+        name="winter feeding",
+        steps=[{"instruction": "Give fondant"}],
+    )
+    # A turn whose recall suggests the playbook: pending episodes + a playbook suggestion.
+    memory_turn_record(user=user, text="How do I feed the bees in winter?", session_id="s1")
+    consolidation_request(user=user, trigger="on_demand")
     everything(user, register(peer, f"peer-of-{user.external_id}"))
     graph(user)
     project = Project.objects.filter(user=user).earliest("pk")
@@ -86,8 +100,16 @@ def carol(acme: Tenant) -> User:
     return User.objects.create(tenant=acme, external_id="carol")
 
 
+@pytest.fixture
+def chat_model_named(settings: Any) -> None:
+    """A chat model configured, so a consolidation can be requested (the run is only queued:
+    the test's transaction never commits, so nothing publishes or calls it)."""
+    settings.ATLAS_CONSOLIDATION_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.ATLAS_CONSOLIDATION_MODEL = "none"
+
+
 def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
-    api: Any, alice: User, bob: User, carol: User, acme_admin: Any
+    api: Any, alice: User, bob: User, carol: User, acme_admin: Any, chat_model_named: None
 ) -> None:
     fill(alice, carol, acme_admin)
     fill(bob, carol, acme_admin)
@@ -106,7 +128,12 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
         "status": "active",
         "created_at": body["user"]["created_at"],
     }
-    assert [m["text"] for m in body["memories"]] == ["alice keeps bees"]
+    assert {m["text"] for m in body["memories"]} == {
+        "alice keeps bees",
+        "Feeding bees in winter",
+        "How do I feed the bees in winter?",
+    }
+    assert body["playbook_suggestions"][0]["session_id"] == "s1"
     assert [(r["scope"], r["status"]) for r in body["forget_requests"]] == [("query", "pending")]
     assert set(body["forget_requests"][0]) >= {"memory_ids", "progress", "receipt"}
     (erasure,) = body["erasure_requests"]  # an operator's request about her: its status only
@@ -127,7 +154,7 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
 
 def test_every_model_that_holds_user_data_has_a_section() -> None:
     names = {section.name for section in exports.export_sections()}
-    for app in ("agents", "knowledge", "erasure"):
+    for app in ("agents", "knowledge", "erasure", "consolidation"):
         for model in apps.get_app_config(app).get_models():
             section = SECTION_OF.get((app, model.__name__))
             assert section in names, f"{app}.{model.__name__} has no export section"
