@@ -3,8 +3,10 @@
 Field names are the service arguments' (``memory_type``, not ``type``); times are ISO 8601 in
 UTC with a ``Z``; never the embedding or the internal tenant / user ids (a catalog document's
 id is ``catalog:<key>``, the tenant's own key). ``compact`` (the MCP
-tools: every token is the model's) leaves out the fields without a value and those that mean
-nothing for the memory's type; the names and values of the rest are the same.
+tools: every token is the model's) leaves out the fields without a value, those that mean
+nothing for the memory's type, and those that only repeat another or the default (``use_count``
+and ``last_used_at`` of a memory never recalled, ``confidence`` 1.0, a ``timestamp`` within a
+second of ``created_at``); the names and values of the rest are the same.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def memory_json(doc: MemoryDoc, *, compact: bool = False) -> dict[str, Any]:
         "last_success_at": when(doc.last_success_at),
         "version": int(doc.version),
     }
-    return _compact(data, doc.memory_type) if compact else data
+    return _compact(data, doc) if compact else data
 
 
 def recall_hit_json(hit: RecallHit, *, compact: bool = False) -> dict[str, Any]:
@@ -71,12 +73,20 @@ def recall_hit_json(hit: RecallHit, *, compact: bool = False) -> dict[str, Any]:
     return {**ranking, **memory_json(hit.doc, compact=compact)}
 
 
-def _compact(data: dict[str, Any], memory_type: str) -> dict[str, Any]:
+def _compact(data: dict[str, Any], doc: MemoryDoc) -> dict[str, Any]:
     meaningless: set[str] = set()
-    if memory_type != "procedural":
+    if doc.memory_type != "procedural":
         meaningless |= _PROCEDURAL
-    if memory_type != "semantic":
+    if doc.memory_type != "semantic":
         meaningless |= _SEMANTIC
+    # Values that only repeat another field or the default: a memory never recalled (its
+    # "last use" is its creation), full confidence, a timestamp that is the time it was stored.
+    if int(doc.use_count) == 0:
+        meaningless |= {"use_count", "last_used_at"}
+    if float(doc.confidence) == 1.0:
+        meaningless.add("confidence")
+    if doc.timestamp is not None and abs((doc.timestamp - doc.created_at).total_seconds()) < 1:
+        meaningless.add("timestamp")
     return {
         key: value
         for key, value in data.items()

@@ -14,6 +14,7 @@ AT = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
 
 
 def _doc(memory_type: str = "semantic", **fields: object) -> MemoryDoc:
+    timestamp = fields.pop("timestamp", AT)
     return MemoryDoc(
         id="m1",
         tenant_id="1",
@@ -21,7 +22,7 @@ def _doc(memory_type: str = "semantic", **fields: object) -> MemoryDoc:
         memory_type=memory_type,  # type: ignore[arg-type]
         text="Alice takes oat milk",
         created_at=AT,
-        timestamp=AT,
+        timestamp=timestamp,  # type: ignore[arg-type]
         embedding=[0.1, 0.2],
         **fields,  # type: ignore[arg-type]
     )
@@ -50,6 +51,20 @@ def test_mcp_leaves_out_empty_fields_and_those_meaningless_for_the_type():
     assert not {"use_count", "superseded", "version", "success_count"} & set(episode)
     assert playbook["version"] == 1 and playbook["success_count"] == 0
     assert "use_count" not in playbook and "superseded" not in playbook
+
+
+def test_mcp_leaves_out_what_only_repeats_another_field_or_the_default():
+    fresh = memory_out(_doc(confidence=1.0))
+    used = memory_out(
+        _doc(
+            use_count=2, last_used_at=AT, confidence=0.7, timestamp=datetime(2025, 1, 2, tzinfo=UTC)
+        )
+    )
+
+    assert not {"use_count", "last_used_at", "confidence", "timestamp"} & set(fresh)
+    assert fresh["created_at"] == "2026-03-01T12:30:00Z" and fresh["superseded"] is False
+    assert used["use_count"] == 2 and used["last_used_at"] == "2026-03-01T12:30:00Z"
+    assert used["confidence"] == 0.7 and used["timestamp"] == "2025-01-02T00:00:00Z"
 
 
 def test_a_recall_hit_is_the_memory_plus_its_ranking_on_both():
