@@ -26,8 +26,8 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from atlas_platform.openapi import READ_ERRORS, USER_ID, errors
 from tenants.api.base import UserApiView
-from tenants.exports import ExportSection, export_sections
-from tenants.models import User
+from tenants.exports import ExportSection, export_sections, in_batches, register_export
+from tenants.models import PlatformToken, ScopedKey, User
 
 logger = logging.getLogger(__name__)
 CHUNK_BYTES = 64 * 1024  # what the stream hands the server at a time
@@ -58,6 +58,39 @@ class UserExportOut(serializers.Serializer[Any]):
             fields[section.name] = section.shape(many=True, help_text=section.help_text)
         fields["counts"] = counts
         return fields
+
+
+class TokenExportOut(serializers.Serializer[PlatformToken]):
+    name = serializers.CharField(help_text="The token's label (never its secret).")
+    agent = serializers.CharField(source="agent_slug", help_text="The agent it is bound to.")
+    created_at = serializers.DateTimeField(help_text="Issued.")
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="Expires.")
+    last_used_at = serializers.DateTimeField(allow_null=True, help_text="Last used.")
+    revoked_at = serializers.DateTimeField(allow_null=True, help_text="Revoked.")
+
+
+class KeyExportOut(serializers.Serializer[ScopedKey]):
+    key_id = serializers.CharField(help_text="The cluster's id of the key (never its secret).")
+    status = serializers.CharField(help_text="The key's state.")
+    created_at = serializers.DateTimeField(help_text="Made.")
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="Expires.")
+    invalidated_at = serializers.DateTimeField(allow_null=True, help_text="Invalidated.")
+
+
+def register_tenants_sections() -> None:
+    """tenants' own sections: the tokens that act for the user only, and their scoped keys."""
+    register_export(
+        "tokens",
+        rows=lambda user: in_batches(PlatformToken.objects.filter(user=user)),
+        shape=TokenExportOut,
+        help_text="Tokens issued for the user alone (tenant-wide tokens are the tenant's).",
+    )
+    register_export(
+        "scoped_keys",
+        rows=lambda user: in_batches(ScopedKey.objects.filter(user=user)),
+        shape=KeyExportOut,
+        help_text="The user's scoped cluster keys (dls tenants).",
+    )
 
 
 def _started(rows: Iterable[Any]) -> Iterator[Any]:

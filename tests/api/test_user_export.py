@@ -22,7 +22,7 @@ from memory.engine.base import EngineError
 from memory.services.common import backend
 from memory.services.writes import memory_turn_record, memory_write
 from tenants import exports
-from tenants.models import PlatformToken, Tenant, User
+from tenants.models import PlatformToken, ScopedKey, Tenant, User
 from tenants.scoping import scope_for
 from tenants.services.tokens import token_issue, token_revoke
 from tests.agents.conftest import register
@@ -54,6 +54,8 @@ SECTION_OF = {
     # Rows of a request (no user of their own), shown inside forget_requests' entries.
     ("erasure", "ErasureProgress"): "forget_requests",
     ("erasure", "ErasedPage"): "forget_requests",
+    ("tenants", "PlatformToken"): "tokens",
+    ("tenants", "ScopedKey"): "scoped_keys",
     ("consolidation", "ConsolidationRun"): "consolidation_runs",
     ("consolidation", "ConsolidationState"): "consolidation_state",
     ("consolidation", "PlaybookSuggestion"): "playbook_suggestions",
@@ -88,6 +90,9 @@ def fill(user: User, peer: User, admin: Any) -> None:
         user=user, project=project, prompt_tokens=120, completion_tokens=30
     )
     token = token_issue(tenant=user.tenant, user=user, name=f"{user.external_id} app").token
+    ScopedKey.objects.create(
+        user=user, key_id=f"key-{user.external_id}", key_name="k", encrypted_secret="x"
+    )
     forget_request_open(user=user, by=token, scope="query", query="bees")
     operator_scope = scope_for(admin.account)
     assert operator_scope is not None
@@ -149,6 +154,9 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
         ("alice", "carol"),
         ("carol", "alice"),
     }
+    assert [k["key_id"] for k in body["scoped_keys"]] == ["key-alice"]
+    assert "alice app" in {t["name"] for t in body["tokens"]}
+    assert "encrypted_secret" not in json.dumps(body) and "secret_hash" not in json.dumps(body)
     assert b"bob" not in json.dumps(body).lower().encode()
 
 
@@ -158,6 +166,8 @@ def test_every_model_that_holds_user_data_has_a_section() -> None:
         for model in apps.get_app_config(app).get_models():
             section = SECTION_OF.get((app, model.__name__))
             assert section in names, f"{app}.{model.__name__} has no export section"
+    for model_name in ("PlatformToken", "ScopedKey"):  # tenants' rows of one user
+        assert SECTION_OF[("tenants", model_name)] in names, model_name
 
 
 @pytest.mark.parametrize(
