@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pytest
 from django.apps import apps
 from django.db import connection
@@ -257,3 +258,48 @@ def test_a_failure_mid_stream_cuts_the_document_visibly_short(
     with pytest.raises(json.JSONDecodeError):
         json.loads(raw)
     assert any("mid-stream" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_served_app_streams_a_big_export_whole(
+    atlas_server: str, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a real socket, through the ASGI app that serves production (uvicorn, a2wsgi,
+    Django): chunked, never a Content-Length computed from a body held whole, and complete."""
+    from tenants.api import export
+
+    monkeypatch.setattr(export, "CHUNK_BYTES", 4096)  # many chunks from a few hundred rows
+    made = memory_import_many(alice, 260)  # more than two of memory's internal pages
+    token = user_token(alice)
+
+    with httpx2.stream(
+        "GET",
+        f"{atlas_server}/api/v1/users/alice/export",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    ) as response:
+        assert response.status_code == 200
+        assert "content-length" not in response.headers
+        assert response.headers["transfer-encoding"] == "chunked"
+        pieces = list(response.iter_raw())
+
+    body = json.loads(b"".join(pieces))
+    assert [m["id"] for m in body["memories"]] == made and body["counts"]["memories"] == 260
+    assert len(pieces) > 1
+
+
+def memory_import_many(user: User, n: int) -> list[str]:
+    from datetime import UTC, datetime, timedelta
+
+    from memory.services.imports import ImportedMemory, memory_import
+
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    memories = [
+        ImportedMemory(
+            text=f"Imported note number {i}",
+            memory_type="semantic",
+            timestamp=start + timedelta(hours=i),
+        )
+        for i in range(n)
+    ]
+    return [doc.id for doc in memory_import(user=user, memories=memories)]
