@@ -1,7 +1,8 @@
 """Memory services against each backend: embedded, and Elasticsearch in both isolation modes.
 
 Tenants Acme (Alice, Bob) and Globex (Charlie, Dave), with scoped keys (and the tenants'
-catalog keys) on the cluster in mode ``dls``. Every test runs once per backend: a behaviour that differs between them is a bug.
+catalog keys) on the cluster in mode ``dls``. Every test runs once per backend: a behaviour
+that differs between them is a bug.
 """
 
 from __future__ import annotations

@@ -77,14 +77,26 @@ def foreign_indices(conn: Connection) -> dict[str, str]:
 
 
 def check_deployment(conn: Connection) -> None:
+    message = deployment_conflict(conn)
+    if message:
+        raise DeploymentMismatch(message)
+
+
+def deployment_conflict(conn: Connection) -> str | None:
+    """Why this deployment must not use its index prefix (another deployment's indices are
+    there), or None. A cluster that cannot be asked raises ``EngineError``."""
     foreign = foreign_indices(conn)
-    if foreign:
-        names = ", ".join(sorted(foreign)[:5])
-        raise DeploymentMismatch(
-            f"The index prefix {conn.config.index_prefix!r} holds indices of another deployment "
-            f"({names}; this one is {conn.deployment!r}): refusing to use them. Give this "
-            "deployment its own ATLAS_ES_INDEX_PREFIX."
-        )
+    if not foreign:
+        return None
+    names = ", ".join(sorted(foreign)[:5])
+    owners = ", ".join(sorted({repr(owner) for owner in foreign.values()}))
+    return (
+        f"The index prefix {conn.config.index_prefix!r} holds indices of another deployment "
+        f"(deployment id {owners}; {names}); this deployment's id is {conn.deployment!r}. "
+        "Refusing to use them. Give this deployment its own ATLAS_ES_INDEX_PREFIX; or, if they "
+        "are this deployment's own indices and only its database was reset, set "
+        "ATLAS_DEPLOYMENT_ID to that id."
+    )
 
 
 def load_template(filename: str, prefix: str, dims: int, deployment: str = "") -> Json:

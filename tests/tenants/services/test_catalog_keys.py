@@ -60,8 +60,9 @@ def seed(people) -> dict[str, set[str]]:  # noqa: F811 - the fixture's value
         ).written
         ids[f"catalog:{word}"] = set(written)
     for user in (people.alice, people.bob, people.charlie):
+        who = user.external_id
         mine = {
-            memory_write(user=user, text=f"{user.external_id} likes tea", memory_type="semantic").id,
+            memory_write(user=user, text=f"{who} likes tea", memory_type="semantic").id,
             memory_write(
                 user=user,
                 text="make tea",
@@ -70,7 +71,7 @@ def seed(people) -> dict[str, set[str]]:  # noqa: F811 - the fixture's value
                 description="how",
             ).id,
         }
-        mine.add(memory_turn_record(user=user, text=f"{user.external_id} says hi").episode.id)
+        mine.add(memory_turn_record(user=user, text=f"{who} says hi").episode.id)
         ids[user.external_id] = mine
     return ids
 
@@ -92,9 +93,7 @@ def test_the_catalog_key_reads_its_tenants_catalog_and_nothing_else(people):  # 
     assert visible(config, globex_key) == ids["catalog:globex"]
     # Not even a query naming a user's memory by id gets it.
     alices = sorted(ids["alice"])[0]
-    found = as_key(config, acme_key).search(
-        index="*", query={"ids": {"values": [alices]}}, size=10
-    )
+    found = as_key(config, acme_key).search(index="*", query={"ids": {"values": [alices]}}, size=10)
     assert found["hits"]["hits"] == []
 
 
