@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from datetime import UTC, datetime
 
 from memory.api.serializers import MemoryOut, RecallOut
