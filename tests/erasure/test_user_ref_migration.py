@@ -4,6 +4,8 @@ documents (which carry ``User.uid``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -12,7 +14,7 @@ BEFORE = [("erasure", "0001_forget_requests")]
 AFTER = [("erasure", "0002_user_ref_global_ids")]
 
 
-def migrate(targets: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+def migrate(targets: list[tuple[str, str]]) -> Any:
     """Erasure migrated to ``targets``; the models as they were then, with every other app's
     (the tenants' columns) as the database has them now."""
     executor = MigrationExecutor(connection)

@@ -5,6 +5,7 @@ tenant's lifecycle (onboarding, isolation switch, suspend / reactivate, renewal)
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -123,7 +124,7 @@ def test_the_catalog_key_has_search_only(people):  # noqa: F811
     assert role["expiration"] is not None and key.expires_at is not None
 
 
-def catalog_get(token: str) -> tuple[int, dict]:
+def catalog_get(token: str) -> tuple[int, dict[str, Any]]:
     response = Client().get("/api/v1/catalog", HTTP_AUTHORIZATION=f"Bearer {token}")
     return response.status_code, response.json()
 
@@ -234,7 +235,7 @@ def test_the_renew_task_rotates_a_catalog_key_near_expiry_and_makes_a_missing_on
         visible(config, near)
 
 
-def test_onboarding_a_dls_tenant_gives_it_a_catalog_key_and_the_switch_follows(es, db):
+def test_onboarding_a_dls_tenant_gives_it_a_catalog_key_and_the_switch_follows(es, db, settings):
     result = tenant_onboard(
         slug="initech",
         name="Initech",
@@ -248,6 +249,10 @@ def test_onboarding_a_dls_tenant_gives_it_a_catalog_key_and_the_switch_follows(e
     assert catalog_key_current(tenant=tenant) == result.catalog_key
     event = AuditEvent.objects.get(action="tenant.onboard", tenant=tenant)
     assert event.metadata["catalog_key"] == result.catalog_key.key_id
+    # Nothing written yet (no index): the listing, with the key, is empty, not an error.
+    settings.ATLAS_MEMORY_BACKEND = "elasticsearch"
+    token = token_issue(tenant=tenant, name="fleet", allow_catalog=True).secret
+    assert catalog_get(token) == (200, {"results": [], "next": None})
 
     tenant_isolation_set(tenant=tenant, mode=Tenant.IsolationMode.FILTER)
     assert catalog_key_current(tenant=tenant) is None
