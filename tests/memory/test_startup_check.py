@@ -68,6 +68,24 @@ def test_the_own_prefix_and_an_unreachable_cluster_pass(es, foreign_prefix, sett
     refuse_foreign_indices()  # returns: the start goes on; /readyz reports the cluster
 
 
+@pytest.mark.django_db
+def test_indices_without_a_deployment_id_warn_but_do_not_refuse_the_start(es, settings):
+    """A template made before deployment ids proves nothing about whose it is."""
+    prefix = f"{es.index_prefix}-unstamped"
+    from memory.engine.elasticsearch.client import Connection
+    from memory.engine.elasticsearch.setup import ensure_ready
+
+    config = dataclasses.replace(es, index_prefix=prefix)
+    ensure_ready(Connection(config=config, keys=None, deployment=""), dims=8)
+    settings.ATLAS_MEMORY_BACKEND = "elasticsearch"
+    settings.ATLAS_ES_INDEX_PREFIX = prefix
+
+    assert deployment_conflict() is None
+    refuse_foreign_indices()  # starts
+    [warning] = check_index_prefix()
+    assert warning.id == "atlas.W001" and "without a deployment id" in warning.msg
+
+
 def run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own interpreter and code
         [sys.executable, *args],

@@ -77,17 +77,13 @@ def foreign_indices(conn: Connection) -> dict[str, str]:
 
 
 def check_deployment(conn: Connection) -> None:
-    message = deployment_conflict(conn)
-    if message:
-        raise DeploymentMismatch(message)
-
-
-def deployment_conflict(conn: Connection) -> str | None:
-    """Why this deployment must not use its index prefix (another deployment's indices are
-    there), or None. A cluster that cannot be asked raises ``EngineError``."""
     foreign = foreign_indices(conn)
-    if not foreign:
-        return None
+    if foreign:
+        raise DeploymentMismatch(conflict_message(conn, foreign))
+
+
+def conflict_message(conn: Connection, foreign: dict[str, str]) -> str:
+    """What to say about ``foreign`` (``foreign_indices``): whose they are and what to do."""
     names = ", ".join(sorted(foreign)[:5])
     owners = ", ".join(sorted({repr(owner) for owner in foreign.values()}))
     return (
