@@ -53,15 +53,15 @@ def prefix_check() -> PrefixCheck:
         logger.warning("deployment check skipped: no cluster", extra={"error": repr(exc)})
         return PrefixCheck()
     owned = {name: owner for name, owner in foreign.items() if owner}
-    unowned = {name: owner for name, owner in foreign.items() if not owner}
+    unowned = sorted(name for name, owner in foreign.items() if not owner)
     return PrefixCheck(
         conflict=conflict_message(conn, owned) if owned else None,
         unstamped=_unstamped_message(conn, unowned) if unowned else None,
     )
 
 
-def _unstamped_message(conn: Connection, unowned: dict[str, str]) -> str:
-    names = ", ".join(sorted(unowned)[:5])
+def _unstamped_message(conn: Connection, unowned: list[str]) -> str:
+    names = ", ".join(unowned[:5])
     return (
         f"The index prefix {conn.config.index_prefix!r} holds indices without a deployment id "
         f"({names}), made before deployment ids: this deployment ({conn.deployment!r}) cannot "
