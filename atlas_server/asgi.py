@@ -27,8 +27,10 @@ from atlas_platform.logging import access_log_redaction_install  # noqa: E402
 from knowledge import mcp as knowledge_mcp  # noqa: E402
 from memory.mcp.app import platform_app  # noqa: E402
 from memory.services.common import embedder  # noqa: E402
+from memory.services.startup import refuse_foreign_indices  # noqa: E402
 
 logger = logging.getLogger(__name__)
+refuse_foreign_indices()  # never serve on another deployment's indices (a proven mismatch only)
 access_log_redaction_install()  # the inspector's query text never reaches the access log
 
 # django-stubs type a WSGI response as HttpResponseBase: the iterable of bytes a2wsgi wants.

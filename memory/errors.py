@@ -16,6 +16,18 @@ class MemoryStoreUnavailable(Unavailable):
     )
 
 
+class CatalogKeyMissing(MemoryStoreUnavailable):
+    """A cluster-enforced tenant's catalog is read with its catalog key, and it has no live one
+    (never made, or withdrawn): refused, never read with the platform's own credential."""
+
+    code = "no_catalog_key"
+    public_message = (
+        "This tenant's catalog is read with a cluster-enforced catalog key, and the tenant has "
+        "none at the moment; the hourly key renewal (tenants.scoped_keys_renew) makes one. "
+        "Retry later."
+    )
+
+
 class IdempotencyKeyReused(AtlasError):
     """An ``Idempotency-Key`` came back with a different request than the one it first named."""
 

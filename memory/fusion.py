@@ -47,6 +47,14 @@ def rrf(
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
 
 
+def rank_score(leg_ranks: dict[str, int], *, rank_constant: int = RRF_RANK_CONSTANT) -> float:
+    """What an agent is shown of a hit's relevance: reciprocal rank fusion of its leg ranks
+    with every leg weighing 1, so a function of those ranks alone. Recall's own fused score may
+    weigh a lexical leg by its BM25 scores (``leg_confidence``), and a weight solved back out
+    of it would show a ratio of raw lexical scores (term statistics); this never carries one."""
+    return round(sum(1.0 / (rank_constant + rank) for rank in leg_ranks.values()), 6)
+
+
 def leg_confidence(hits: list[LegHit], *, depth: int = CONFIDENCE_DEPTH) -> float:
     """How far a leg's best hit stands out from its ``depth``-th, as a share of the best
     score: 0 for a flat ranking, towards 1 when the best hit towers over the rest. ``hits``

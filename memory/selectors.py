@@ -18,7 +18,7 @@ from atlas_platform.exceptions import NotFound, ValidationError
 from memory.models import OVERFLOW_MS, RecallStat
 from memory.services.catalog import catalog_engine_id
 from memory.services.common import backend, personal_type, store_errors
-from memory.services.scoping import catalog_scope, user_read_scope, writer_scope
+from memory.services.scoping import catalog_read_scope, user_read_scope, writer_scope
 from memory.types import PERSONAL_TYPES, GrowthBucket, GrowthPoint, MemoryDoc, MemoryType
 from tenants.models import Tenant, User
 
@@ -89,7 +89,7 @@ def catalog_list(*, tenant: Tenant, after: str | None = None, limit: int = 50) -
         raise ValidationError(f"limit must be between 1 and {MAX_CATALOG_PAGE}.", code="bad_limit")
     with store_errors():
         docs = backend().scan(
-            catalog_scope(tenant),
+            catalog_read_scope(tenant),
             memory_types=("catalog",),
             search_after=_decode_cursor(after) if after else None,
             limit=limit,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from memory.fusion import rank_score
 from memory.services.catalog import catalog_public_id
 from memory.services.recall import RecallHit
 from memory.types import MemoryDoc
@@ -68,8 +69,9 @@ def memory_json(doc: MemoryDoc, *, compact: bool = False) -> dict[str, Any]:
 
 
 def recall_hit_json(hit: RecallHit, *, compact: bool = False) -> dict[str, Any]:
-    """A recalled memory plus where recall ranked it."""
-    ranking = {"rank": hit.rank, "score": hit.score, "leg_ranks": hit.leg_ranks}
+    """A recalled memory plus where recall ranked it: ranks, and a score made of ranks only
+    (``fusion.rank_score``), never a raw lexical score or one derived from it."""
+    ranking = {"rank": hit.rank, "score": rank_score(hit.leg_ranks), "leg_ranks": hit.leg_ranks}
     return {**ranking, **memory_json(hit.doc, compact=compact)}
 
 

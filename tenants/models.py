@@ -245,8 +245,9 @@ class PlatformToken(models.Model):
         return self.revoked_at is None and not self.is_expired
 
 
-class ScopedKey(models.Model):
-    """A user's Elasticsearch API key whose role descriptor carries the DLS query."""
+class ClusterKey(models.Model):
+    """An Elasticsearch API key the platform made, whose role descriptor carries a DLS query;
+    its secret is kept encrypted (``tenants.crypto``)."""
 
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
@@ -254,7 +255,6 @@ class ScopedKey(models.Model):
         PENDING_INVALIDATION = "pending_invalidation", "Replaced, invalidation pending"
         INVALIDATED = "invalidated", "Invalidated"
 
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="scoped_keys")
     key_id = models.CharField(max_length=64, unique=True)
     key_name = models.CharField(max_length=200)
     encrypted_secret = models.TextField()
@@ -269,12 +269,8 @@ class ScopedKey(models.Model):
     invalidated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
         ordering = ["-created_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["user"], condition=Q(status="active"), name="one_active_key_per_user"
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"{self.key_id} ({self.get_status_display()})"
@@ -286,6 +282,35 @@ class ScopedKey(models.Model):
     @property
     def age(self) -> timedelta:
         return timezone.now() - self.created_at
+
+
+class ScopedKey(ClusterKey):
+    """A user's key: search on the user's indices, their documents and their tenant's catalog."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="scoped_keys")
+
+    class Meta(ClusterKey.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"], condition=Q(status="active"), name="one_active_key_per_user"
+            ),
+        ]
+
+
+class CatalogKey(ClusterKey):
+    """A ``dls`` tenant's catalog key: search on the tenant's index, its catalog documents
+    only. A tenant token's catalog reads run with it (``tenants.services.catalog_keys``)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="catalog_keys")
+
+    class Meta(ClusterKey.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant"],
+                condition=Q(status="active"),
+                name="one_active_catalog_key_per_tenant",
+            ),
+        ]
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):

@@ -243,7 +243,10 @@ class RevisionListOut(serializers.Serializer[Any]):
 
 class SearchHitOut(serializers.Serializer[Any]):
     rank = serializers.IntegerField(help_text="1-based.")
-    score = serializers.FloatField(help_text="Fused score.")
+    score = serializers.FloatField(
+        help_text="Reciprocal rank fusion of the legs' ranks (unweighted): ranks only, never "
+        "raw lexical scores."
+    )
     entity = EntityOut(help_text="The entity.")
     snippet = serializers.CharField(help_text="Part of the body.")
 

@@ -145,7 +145,10 @@ class MemoryOut(serializers.Serializer[MemoryDoc]):
 class RecallHitOut(MemoryOut):
     """A memory plus where recall ranked it."""
 
-    score = serializers.FloatField(help_text="Fused (reciprocal rank fusion) score.")
+    score = serializers.FloatField(
+        help_text="Sum of 1 / (5 + rank) over leg_ranks: made of ranks only, never of raw "
+        "lexical scores. Order by rank (recall may weigh legs or rerank)."
+    )
     rank = serializers.IntegerField(help_text="1-based position in the answer.")
     leg_ranks = serializers.DictField(
         child=serializers.IntegerField(), help_text="Rank within each leg that found it."

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.engine.types import ENTITY, LegQuery, MemoryDoc, RecallFilter
-from memory.fusion import rrf
+from memory.fusion import rank_score, rrf
 from memory.services.common import backend, embedder, store_errors
 from memory.services.common import now as clock_now
 from memory.services.scoping import tenant_ranking, user_read_scope
@@ -125,13 +125,13 @@ def searchable_search(
         fused = rrf({"lexical": legs.lexical, "dense": legs.dense})
         if not read:
             return [
-                SearchableHit(id=f.id, score=round(f.score, 6), rank=n, leg_ranks=f.leg_ranks)
+                SearchableHit(id=f.id, score=rank_score(f.leg_ranks), rank=n, leg_ranks=f.leg_ranks)
                 for n, f in enumerate(fused, start=1)
             ]
         docs = {d.id: d for d in backend().get_many(scope, [f.id for f in fused])}
     return [
         SearchableHit(
-            id=f.id, score=round(f.score, 6), rank=n, doc=docs[f.id], leg_ranks=f.leg_ranks
+            id=f.id, score=rank_score(f.leg_ranks), rank=n, doc=docs[f.id], leg_ranks=f.leg_ranks
         )
         for n, f in enumerate((f for f in fused if f.id in docs), start=1)
     ]

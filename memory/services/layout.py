@@ -3,7 +3,8 @@ documents of the index all tenants once shared, written with database primary ke
 get their tenant's and user's globally unique ids and move to their tenant's index (or the
 user's, under per-user statistics); a tenant whose statistics scope changed has its documents
 moved between them. Every live scoped key is then rotated, so it names exactly the indices
-its user's documents are in now."""
+its user's documents are in now, and every cluster-enforced tenant gets the catalog key its
+catalog reads run with, if it has none yet."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from memory.engine.elasticsearch.layout import Relocation
 from memory.services.common import backend, store_errors
 from memory.services.scoping import scoped_keys, tenant_layout
 from tenants.models import ScopedKey, Tenant, User
+from tenants.services.catalog_keys import catalog_key_current, catalog_key_provision
 from tenants.services.scoped_keys import scoped_key_rotate
 
 
@@ -23,6 +25,7 @@ class LayoutMigration:
     relocation: Relocation
     keys_rotated: int
     keys_failed: int
+    catalog_keys_made: int = 0
 
 
 def memory_layout_migrate(*, delete_legacy: bool = False) -> LayoutMigration:
@@ -59,5 +62,19 @@ def memory_layout_migrate(*, delete_legacy: bool = False) -> LayoutMigration:
             rotated += 1
         except Exception:
             failed += 1
+    made = 0
+    dls = Tenant.objects.filter(
+        status=Tenant.Status.ACTIVE, isolation_mode=Tenant.IsolationMode.DLS
+    )
+    for tenant in dls:
+        if catalog_key_current(tenant=tenant) is not None:
+            continue
+        try:
+            catalog_key_provision(tenant=tenant)
+            made += 1
+        except Exception:
+            failed += 1
     scoped_keys.clear()
-    return LayoutMigration(relocation=relocation, keys_rotated=rotated, keys_failed=failed)
+    return LayoutMigration(
+        relocation=relocation, keys_rotated=rotated, keys_failed=failed, catalog_keys_made=made
+    )

@@ -11,16 +11,17 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 
 from atlas_platform.cluster import ApiKey
 from memory.engine.types import Ranking, ReadScope
-from memory.errors import MemoryStoreUnavailable
-from tenants.models import ScopedKey, Tenant, User
+from memory.errors import CatalogKeyMissing, MemoryStoreUnavailable
+from tenants.models import CatalogKey, ScopedKey, Tenant, User
+from tenants.services.catalog_keys import catalog_key_credentials
 from tenants.services.scoped_keys import scoped_key_credentials
 
 KEY_CACHE_MAX = 10_000  # users whose key a process keeps (one entry is ~200 bytes)
 
 
 class ScopedKeyCache:
-    """Users' current scoped keys, kept for ``ATLAS_SCOPED_KEY_CACHE_S`` seconds: the engine's
-    ``ScopedKeys`` provider.
+    """Users' current scoped keys (and, for ``user_id`` None, tenants' catalog keys), kept for
+    ``ATLAS_SCOPED_KEY_CACHE_S`` seconds: the engine's ``ScopedKeys`` provider.
 
     Reading the key row (and decrypting it) on every recall cost about a millisecond of server
     CPU. Keeping it is safe because the cluster, not this cache, decides what a key may read: a
@@ -32,9 +33,9 @@ class ScopedKeyCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._keys: dict[tuple[str, str], tuple[float, ApiKey]] = {}
+        self._keys: dict[tuple[str, str | None], tuple[float, ApiKey]] = {}
 
-    def current(self, tenant_id: str, user_id: str) -> ApiKey:
+    def current(self, tenant_id: str, user_id: str | None) -> ApiKey:
         now = time.monotonic()
         with self._lock:
             kept = self._keys.get((tenant_id, user_id))
@@ -42,8 +43,21 @@ class ScopedKeyCache:
             return kept[1]
         return self.reload(tenant_id, user_id)
 
-    def reload(self, tenant_id: str, user_id: str) -> ApiKey:
-        """Read the user's live key from the database; keep it if caching is on."""
+    def reload(self, tenant_id: str, user_id: str | None) -> ApiKey:
+        """Read the live key from the database; keep it if caching is on."""
+        if user_id is None:
+            credentials = self._catalog_key(tenant_id)
+        else:
+            credentials = self._user_key(tenant_id, user_id)
+        ttl = settings.ATLAS_SCOPED_KEY_CACHE_S
+        if ttl > 0:
+            with self._lock:
+                if len(self._keys) >= KEY_CACHE_MAX:
+                    self._keys.clear()  # rare: a burst of distinct users; start over
+                self._keys[(tenant_id, user_id)] = (time.monotonic() + ttl, credentials)
+        return credentials
+
+    def _user_key(self, tenant_id: str, user_id: str) -> ApiKey:
         key = _active_key(tenant_id, user_id)
         if key is None or key.is_expired:
             self.forget(tenant_id, user_id)
@@ -54,16 +68,16 @@ class ScopedKeyCache:
                 "one in the admin.",
                 code="no_scoped_key",
             )
-        credentials = scoped_key_credentials(key=key)
-        ttl = settings.ATLAS_SCOPED_KEY_CACHE_S
-        if ttl > 0:
-            with self._lock:
-                if len(self._keys) >= KEY_CACHE_MAX:
-                    self._keys.clear()  # rare: a burst of distinct users; start over
-                self._keys[(tenant_id, user_id)] = (time.monotonic() + ttl, credentials)
-        return credentials
+        return scoped_key_credentials(key=key)
 
-    def forget(self, tenant_id: str, user_id: str) -> None:
+    def _catalog_key(self, tenant_id: str) -> ApiKey:
+        key = _active_catalog_key(tenant_id)
+        if key is None or key.is_expired:
+            self.forget(tenant_id, None)
+            raise CatalogKeyMissing(f"Tenant {tenant_id} has no live catalog key.")
+        return catalog_key_credentials(key=key)
+
+    def forget(self, tenant_id: str, user_id: str | None) -> None:
         with self._lock:
             self._keys.pop((tenant_id, user_id), None)
 
@@ -86,6 +100,18 @@ def _active_key(tenant_id: str, user_id: str) -> ScopedKey | None:
             .first()
         )
     except DjangoValidationError:  # not a uuid: no such user
+        return None
+
+
+def _active_catalog_key(tenant_id: str) -> CatalogKey | None:
+    """The live catalog key of the tenant with this memory id (one query)."""
+    try:
+        return (
+            CatalogKey.objects.filter(tenant__uid=tenant_id, status=CatalogKey.Status.ACTIVE)
+            .order_by("-created_at")
+            .first()
+        )
+    except DjangoValidationError:  # not a uuid: no such tenant
         return None
 
 
@@ -158,8 +184,17 @@ def writer_scope(*, tenant_id: str, user_id: str) -> ReadScope:
 
 
 def catalog_scope(tenant: Tenant) -> ReadScope:
-    """The tenant catalog alone (tenant-wide data; the engine's tenant filter applies)."""
+    """The tenant catalog alone, read with the platform's own credential (the catalog's
+    writes: import, replace, delete; the engine's tenant filter applies)."""
     return ReadScope(tenant_id=tenant.memory_id, user_id=None, isolation="filter")
+
+
+def catalog_read_scope(tenant: Tenant) -> ReadScope:
+    """The tenant catalog as a tenant token reads it, in the tenant's isolation mode: under
+    ``dls`` with the tenant's catalog key (its catalog documents only, enforced by the
+    cluster); a tenant without a live one is refused (fail closed), never read as the writer."""
+    dls = tenant.isolation_mode == Tenant.IsolationMode.DLS
+    return ReadScope(tenant_id=tenant.memory_id, user_id=None, isolation="dls" if dls else "filter")
 
 
 def tenant_ranking(tenant: Tenant, *, apply_decay: bool = True) -> Ranking:

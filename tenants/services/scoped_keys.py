@@ -20,7 +20,7 @@ from django.utils import timezone
 from atlas_platform.cluster import ApiKey, Cluster, get_cluster, require_cluster
 from atlas_platform.exceptions import ClusterUnavailable, Conflict
 from tenants.crypto import decrypt, encrypt
-from tenants.models import ScopedKey, User
+from tenants.models import ClusterKey, ScopedKey, User
 from tenants.services.audit import audit_record
 from tenants.services.deployment import deployment_id
 
@@ -100,7 +100,7 @@ def create_cluster_key(cluster: Cluster, user: User) -> ApiKey:
     )
 
 
-def _forget_orphan(cluster: Cluster, key: ApiKey) -> None:
+def forget_orphan(cluster: Cluster, key: ApiKey) -> None:
     """Undo a key the database never recorded (best effort, logged if it fails)."""
     try:
         cluster.invalidate_api_key(key.id)
@@ -142,10 +142,10 @@ def scoped_key_provision(*, user: User) -> ScopedKey:
                 metadata={"key_id": key.key_id},
             )
     except IntegrityError as exc:
-        _forget_orphan(cluster, api_key)
+        forget_orphan(cluster, api_key)
         raise Conflict("The user already has an active key: rotate it instead.") from exc
     except Exception:
-        _forget_orphan(cluster, api_key)
+        forget_orphan(cluster, api_key)
         raise
     return key
 
@@ -189,14 +189,14 @@ def scoped_key_rotate(*, user: User) -> Rotation:
                 metadata={"key_id": new.key_id, "old_key_id": old.key_id},
             )
     except Exception:
-        _forget_orphan(cluster, api_key)
+        forget_orphan(cluster, api_key)
         raise
     try:
         cluster.invalidate_api_key(old.key_id)
     except ClusterUnavailable:
         logger.warning("old key left pending invalidation", extra={"key_id": old.key_id})
         return Rotation(key=new, old_key=old, old_key_invalidated=False)
-    _mark_invalidated(old)
+    mark_invalidated(old)
     return Rotation(key=new, old_key=old, old_key_invalidated=True)
 
 
@@ -207,7 +207,7 @@ def scoped_key_invalidate(*, key: ScopedKey) -> ScopedKey:
     cluster = require_cluster()
     cluster.invalidate_api_key(key.key_id)
     with transaction.atomic():
-        _mark_invalidated(key)
+        mark_invalidated(key)
         audit_record(
             action="key.invalidate",
             tenant=key.user.tenant,
@@ -218,7 +218,7 @@ def scoped_key_invalidate(*, key: ScopedKey) -> ScopedKey:
     return key
 
 
-def _mark_invalidated(key: ScopedKey) -> None:
+def mark_invalidated(key: ClusterKey) -> None:
     key.status = ScopedKey.Status.INVALIDATED
     key.invalidated_at = timezone.now()
     key.save(update_fields=["status", "invalidated_at"])
@@ -262,7 +262,7 @@ def _invalidate_pending(keys: list[ScopedKey]) -> int:
         return 0
     with transaction.atomic():
         for key in keys:
-            _mark_invalidated(key)
+            mark_invalidated(key)
             audit_record(
                 action="key.invalidate",
                 tenant=key.user.tenant,

@@ -14,8 +14,16 @@ from django.db import transaction
 
 from atlas_platform.cluster import ApiKey, get_cluster
 from atlas_platform.exceptions import Conflict, ValidationError
-from tenants.models import EXTERNAL_ID_VALIDATOR, Operator, ScopedKey, Tenant, User
+from tenants.models import EXTERNAL_ID_VALIDATOR, CatalogKey, Operator, ScopedKey, Tenant, User
 from tenants.services.audit import audit_record
+from tenants.services.catalog_keys import (
+    catalog_key_current,
+    catalog_key_provision,
+    catalog_key_restore,
+    catalog_key_row,
+    catalog_keys_withdraw,
+    create_catalog_cluster_key,
+)
 from tenants.services.scoped_keys import (
     create_cluster_key,
     key_row,
@@ -48,6 +56,7 @@ class Onboarding:
     admin: AbstractBaseUser
     users: list[User] = field(default_factory=list)
     keys: list[ScopedKey] = field(default_factory=list)
+    catalog_key: CatalogKey | None = None  # a cluster-enforced (dls) tenant's catalog reads
 
 
 def check_external_ids(external_ids: Sequence[str]) -> list[str]:
@@ -72,7 +81,8 @@ def tenant_onboard(
     admin_email: str = "",
     user_external_ids: Sequence[str] = (),
 ) -> Onboarding:
-    """Create a tenant, its first tenant admin and its initial users (with scoped keys).
+    """Create a tenant, its first tenant admin and its initial users (with scoped keys; a
+    cluster-enforced tenant also gets its catalog key).
 
     All or nothing: if any step fails (a cluster key among them) nothing is kept and keys
     created so far are invalidated again. One audit event, ``tenant.onboard``.
@@ -97,15 +107,22 @@ def tenant_onboard(
         result = Onboarding(tenant=tenant, admin=account)
         result.users = [User.objects.create(tenant=tenant, external_id=x) for x in ids]
     created: list[ApiKey] = []
+    catalog: ApiKey | None = None
     try:
         if cluster is not None:
             for user in result.users:
                 created.append(create_cluster_key(cluster, user))
+            if tenant.isolation_mode == Tenant.IsolationMode.DLS:
+                catalog = create_catalog_cluster_key(cluster, tenant)
+                created.append(catalog)
         with transaction.atomic():
             result.keys = [
                 key_row(user=user, api_key=api_key)
-                for user, api_key in zip(result.users, created, strict=False)  # none: no cluster
+                # none without a cluster; the catalog key, if any, comes after the users'
+                for user, api_key in zip(result.users, created, strict=False)
             ]
+            if catalog is not None:
+                result.catalog_key = catalog_key_row(tenant=tenant, api_key=catalog)
             audit_record(
                 action="tenant.onboard",
                 tenant=tenant,
@@ -116,6 +133,7 @@ def tenant_onboard(
                     "admin": admin_username,
                     "users": ids,
                     "keys": [k.key_id for k in result.keys],
+                    "catalog_key": catalog.id if catalog is not None else None,
                 },
             )
     except Exception:
@@ -177,6 +195,10 @@ def tenant_isolation_set(*, tenant: Tenant, mode: str) -> Tenant:
                 f"Users without a scoped key: {', '.join(missing)}; provision their keys first.",
                 code="keys_missing",
             )
+        # Its catalog reads run with the catalog key: made first (a cluster call, before the
+        # transaction); if the cluster refuses, the tenant stays as it is.
+        if get_cluster() is not None and catalog_key_current(tenant=tenant) is None:
+            catalog_key_provision(tenant=tenant)
     with transaction.atomic():
         tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
         before = tenant.isolation_mode
@@ -190,6 +212,8 @@ def tenant_isolation_set(*, tenant: Tenant, mode: str) -> Tenant:
             target=tenant,
             metadata={"changed": {"isolation_mode": [before, mode]}},
         )
+    if mode == Tenant.IsolationMode.FILTER:
+        catalog_keys_withdraw(tenants=[tenant])  # read with the platform's credential now
     return tenant
 
 
@@ -206,8 +230,10 @@ def _set_status(tenant: Tenant, status: str, action: str) -> Tenant:
     users = list(User.objects.filter(tenant=tenant).select_related("tenant"))
     if status == Tenant.Status.SUSPENDED:
         scoped_keys_withdraw(users=users)
+        catalog_keys_withdraw(tenants=[tenant])
     else:
         scoped_keys_restore(users=users)
+        catalog_key_restore(tenant=tenant)
     return tenant
 
 

@@ -1,7 +1,8 @@
 """Memory services against each backend: embedded, and Elasticsearch in both isolation modes.
 
-Tenants Acme (Alice, Bob) and Globex (Charlie, Dave), with scoped keys on the cluster in mode
-``dls``. Every test runs once per backend: a behaviour that differs between them is a bug.
+Tenants Acme (Alice, Bob) and Globex (Charlie, Dave), with scoped keys (and the tenants'
+catalog keys) on the cluster in mode ``dls``. Every test runs once per backend: a behaviour
+that differs between them is a bug.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 from memory.services import bookkeeping
 from tenants.models import Tenant, User
+from tenants.services.catalog_keys import catalog_key_provision
 from tenants.services.scoped_keys import scoped_key_provision
 
 
@@ -49,7 +51,9 @@ def people(engine: str) -> People:
         name: User.objects.create(tenant=tenant, external_id=name)
         for name, tenant in (("alice", acme), ("bob", acme), ("charlie", globex), ("dave", globex))
     }
-    if engine == "es-dls":
+    if engine == "es-dls":  # the keys onboarding gives a cluster-enforced tenant
         for user in users.values():
             scoped_key_provision(user=user)
+        for tenant in (acme, globex):
+            catalog_key_provision(tenant=tenant)
     return People(acme=acme, globex=globex, kind=engine, **users)

@@ -368,7 +368,7 @@ def test_a_kept_reader_of_a_rotated_key_is_refused_by_the_cluster(people):
     scoped_key_rotate(user=people.alice)
 
     class OnlyTheOldKey:  # a provider that cannot re-read the key
-        def current(self, tenant_id: str, user_id: str) -> ApiKey:
+        def current(self, tenant_id: str, user_id: str | None) -> ApiKey:
             return old
 
         reload = current

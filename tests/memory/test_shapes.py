@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from memory.api.serializers import MemoryOut, RecallOut
@@ -68,7 +69,15 @@ def test_mcp_leaves_out_what_only_repeats_another_field_or_the_default():
 
 
 def test_a_recall_hit_is_the_memory_plus_its_ranking_on_both():
-    hit = RecallHit(doc=_doc(), score=0.5, rank=1, leg_ranks={"lexical": 1})
+    # Recall's own fused score weighed the lexical leg by its BM25 scores (0.37: a ratio of
+    # them, leg_confidence) and the leg scores are raw BM25 / cosine: neither is shown.
+    hit = RecallHit(
+        doc=_doc(),
+        score=0.37 / 6 + 1 / 8,
+        rank=1,
+        leg_ranks={"lexical": 1, "dense": 3},
+        leg_scores={"lexical": 7.31, "dense": 0.82},
+    )
     result = RecallResult(
         hits=[hit], legs=["lexical"], reranker=None, reranked=False, timings_ms={}, took_ms=1.0
     )
@@ -76,5 +85,14 @@ def test_a_recall_hit_is_the_memory_plus_its_ranking_on_both():
     rest = RecallOut(result).data["hits"][0]
     mcp = recall_out(result)["memories"][0]
 
-    assert rest == {**memory_json(hit.doc), "score": 0.5, "rank": 1, "leg_ranks": {"lexical": 1}}
-    assert mcp.items() <= rest.items() and mcp["leg_ranks"] == {"lexical": 1}
+    ranks = {"lexical": 1, "dense": 3}
+    assert rest == {
+        **memory_json(hit.doc),
+        "score": round(1 / 6 + 1 / 8, 6),  # the ranks' own fusion, every leg weighing 1
+        "rank": 1,
+        "leg_ranks": ranks,
+    }
+    assert mcp.items() <= rest.items() and mcp["leg_ranks"] == ranks
+    shown = {json.dumps(rest), json.dumps(mcp)}
+    for raw in ("7.31", "0.82", str(round(hit.score, 6))):
+        assert not any(raw in text for text in shown)

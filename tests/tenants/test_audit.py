@@ -63,7 +63,7 @@ def test_every_tenant_service_leaves_exactly_one_event(acme, alice):
     assert AuditEvent.objects.filter(action="token.issue").count() == 1
 
 
-def test_the_isolation_switch_leaves_one_event_once_every_user_has_a_key(acme, alice):
+def test_the_isolation_switch_leaves_one_event_once_every_user_has_a_key(no_cluster, acme, alice):
     from atlas_platform.exceptions import Conflict
     from tenants.models import User
 
@@ -76,6 +76,15 @@ def test_the_isolation_switch_leaves_one_event_once_every_user_has_a_key(acme, a
     event = one_event("tenant.isolation", lambda: tenant_isolation_set(tenant=acme, mode="dls"))
 
     assert event.metadata == {"changed": {"isolation_mode": ["filter", "dls"]}}
+
+
+def test_on_a_cluster_the_switch_to_dls_also_provisions_the_catalog_key(es, acme):
+    before = set(AuditEvent.objects.values_list("pk", flat=True))
+
+    tenant_isolation_set(tenant=acme, mode="dls")
+
+    new = AuditEvent.objects.exclude(pk__in=before).order_by("id")
+    assert [e.action for e in new] == ["catalog_key.provision", "tenant.isolation"]
 
 
 def test_every_key_service_leaves_exactly_one_event(es, alice):

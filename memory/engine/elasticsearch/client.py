@@ -8,8 +8,10 @@ per-user statistics (``Layout.per_user``) keeps each user's documents in an inde
 (``<prefix>-t-<tenant id>-u-<user id>``); its catalog stays in the tenant's index.
 
 Under ``dls`` a read runs with the user's scoped key, so the cluster itself refuses another
-user's documents. The keys come from a ``ScopedKeys`` provider that the memory app wires from
-the tenants app's scoped-key services (``memory.services.scoping.scoped_keys``).
+user's documents; a read with no user (the tenant's catalog) runs with the tenant's catalog key,
+which reads that tenant's catalog documents and nothing else. The keys come from a
+``ScopedKeys`` provider that the memory app wires from the tenants app's key services
+(``memory.services.scoping.scoped_keys``).
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ READER_CACHE_SIZE = 1024  # scoped-key clients kept, most recently used (one cos
 
 
 class ScopedKeys(Protocol):
-    """Where the backend gets a user's scoped key for ``dls`` reads."""
+    """Where the backend gets the key for a ``dls`` read: the user's scoped key, or for
+    ``user_id`` None the tenant's catalog key."""
 
-    def current(self, tenant_id: str, user_id: str) -> ApiKey:
-        """The user's key; may be a copy kept from earlier. Raises when there is none."""
+    def current(self, tenant_id: str, user_id: str | None) -> ApiKey:
+        """The key; may be a copy kept from earlier. Raises when there is none."""
 
-    def reload(self, tenant_id: str, user_id: str) -> ApiKey:
-        """The user's key read afresh (the cluster refused the kept one: rotated since)."""
+    def reload(self, tenant_id: str, user_id: str | None) -> ApiKey:
+        """The key read afresh (the cluster refused the kept one: rotated since)."""
 
 
 class Layout(Protocol):
@@ -98,14 +101,15 @@ class Connection:
         return list(dict.fromkeys([self.index_for(scope.tenant_id, scope.user_id), tenant]))
 
     def read(self, scope: ReadScope, what: str, fn: Callable[[Elasticsearch], T]) -> T:
-        """Run a read as the scope's credential: the writer, or under ``dls`` the user's key.
-        A key the cluster does not know (401: rotated or invalidated since it was kept) is
-        re-read once; a user left without a live key is refused by the provider, and a second
-        refusal fails the read. Never falls back to the writer."""
+        """Run a read as the scope's credential: the writer, or under ``dls`` the user's key
+        (the tenant's catalog key for a scope with no user). A key the cluster does not know
+        (401: rotated or invalidated since it was kept) is re-read once; a scope left without
+        a live key is refused by the provider, and a second refusal fails the read. Never
+        falls back to the writer."""
         if scope.isolation != "dls":
             return call(what, lambda: fn(self.reader))
-        if self._keys is None or scope.user_id is None:
-            raise EngineError("A dls read needs a user and the backend a scoped-key provider.")
+        if self._keys is None:
+            raise EngineError("A dls read needs the backend to have a scoped-key provider.")
         tenant_id, user_id = scope.tenant_id, scope.user_id
         try:
             return fn(self._reader(self._keys.current(tenant_id, user_id)))

@@ -79,12 +79,20 @@ def foreign_indices(conn: Connection) -> dict[str, str]:
 def check_deployment(conn: Connection) -> None:
     foreign = foreign_indices(conn)
     if foreign:
-        names = ", ".join(sorted(foreign)[:5])
-        raise DeploymentMismatch(
-            f"The index prefix {conn.config.index_prefix!r} holds indices of another deployment "
-            f"({names}; this one is {conn.deployment!r}): refusing to use them. Give this "
-            "deployment its own ATLAS_ES_INDEX_PREFIX."
-        )
+        raise DeploymentMismatch(conflict_message(conn, foreign))
+
+
+def conflict_message(conn: Connection, foreign: dict[str, str]) -> str:
+    """What to say about ``foreign`` (``foreign_indices``): whose they are and what to do."""
+    names = ", ".join(sorted(foreign)[:5])
+    owners = ", ".join(sorted({repr(owner) for owner in foreign.values()}))
+    return (
+        f"The index prefix {conn.config.index_prefix!r} holds indices of another deployment "
+        f"(deployment id {owners}; {names}); this deployment's id is {conn.deployment!r}. "
+        "Refusing to use them. Give this deployment its own ATLAS_ES_INDEX_PREFIX; or, if they "
+        "are this deployment's own indices and only its database was reset, set "
+        "ATLAS_DEPLOYMENT_ID to that id."
+    )
 
 
 def load_template(filename: str, prefix: str, dims: int, deployment: str = "") -> Json:

@@ -1,5 +1,6 @@
 """``manage.py es_layout_migrate [--delete-legacy]``: move existing memories into the
-per-tenant index layout and rotate every scoped key (``memory.services.layout``). Run it
+per-tenant index layout, rotate every scoped key and make missing catalog keys
+(``memory.services.layout``). Run it
 after upgrading from the shared ``<prefix>-memories`` index, and after changing a tenant's
 statistics scope. Safe to run again: a second run moves nothing."""
 
@@ -33,7 +34,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"indices read: {len(r.sources)}; moved: {r.moved}; already in place: {r.kept}; "
             f"orphans left: {r.orphans}; legacy index deleted: {r.legacy_deleted}; "
-            f"keys rotated: {result.keys_rotated}; key rotations failed: {result.keys_failed}"
+            f"keys rotated: {result.keys_rotated}; key rotations failed: {result.keys_failed}; "
+            f"catalog keys made: {result.catalog_keys_made}"
         )
         if result.keys_failed:
             raise CommandError("Some keys were not rotated: run the command again.")

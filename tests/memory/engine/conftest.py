@@ -30,30 +30,34 @@ def vec(*hot: int, weight: float = 1.0) -> list[float]:
 
 class ContractKeys:
     """The contract's scoped keys: one per (tenant, user), created on first use with the role
-    descriptor the product gives a user (``tenants.services.scoped_keys.role_descriptors``)."""
+    descriptor the product gives a user (``tenants.services.scoped_keys.role_descriptors``),
+    and for no user the tenant's catalog key (``catalog_keys.catalog_role_descriptors``)."""
 
     def __init__(self, config: Any) -> None:
         self.config = config
-        self.keys: dict[tuple[str, str], ApiKey] = {}
+        self.keys: dict[tuple[str, str | None], ApiKey] = {}
         self.reloads = 0
 
-    def current(self, tenant_id: str, user_id: str) -> ApiKey:
+    def current(self, tenant_id: str, user_id: str | None) -> ApiKey:
         if (tenant_id, user_id) not in self.keys:
             from atlas_platform.cluster import Cluster
+            from tenants.services.catalog_keys import catalog_role_descriptors
             from tenants.services.scoped_keys import role_descriptors
 
+            index = self.config.tenant_index(tenant_id)
+            roles = (
+                catalog_role_descriptors(index=index, tenant_id=tenant_id)
+                if user_id is None
+                else role_descriptors(indices=[index], tenant_id=tenant_id, user_id=user_id)
+            )
             self.keys[(tenant_id, user_id)] = Cluster(self.config).create_api_key(
-                name=f"contract-{tenant_id[:8]}-{user_id}",
-                role_descriptors=role_descriptors(
-                    indices=[self.config.tenant_index(tenant_id)],
-                    tenant_id=tenant_id,
-                    user_id=user_id,
-                ),
+                name=f"contract-{tenant_id[:8]}-{user_id or 'catalog'}",
+                role_descriptors=roles,
                 metadata={"test": True},
             )
         return self.keys[(tenant_id, user_id)]
 
-    def reload(self, tenant_id: str, user_id: str) -> ApiKey:
+    def reload(self, tenant_id: str, user_id: str | None) -> ApiKey:
         self.reloads += 1
         return self.current(tenant_id, user_id)
 
@@ -65,7 +69,8 @@ class BackendEnv:
     keys: ContractKeys | None = None
 
     def scope(self, tenant_id: str, user_id: str | None) -> ReadScope:
-        isolation: Isolation = "dls" if self.isolation == "dls" and user_id else "filter"
+        # Under dls a catalog-only scope reads with the tenant's catalog key.
+        isolation: Isolation = "dls" if self.isolation == "dls" else "filter"
         return ReadScope(tenant_id=tenant_id, user_id=user_id, isolation=isolation)
 
 
