@@ -19,9 +19,11 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
 from atlas_platform.exceptions import ValidationError
 from memory.engine.base import MemoryBackend
@@ -126,6 +128,63 @@ def _source(path: Path) -> MemoryBackend:
     return store
 
 
+@dataclass
+class MigrationPlan:
+    """What a run would move, read before it starts (the confirmation page): documents per type
+    in the source and how many of them the cluster holds already (an interrupted run's), the
+    active users without a scoped key, and the tenant's mode now."""
+
+    source: str
+    target: str
+    in_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MEMORY_TYPES, 0))
+    on_target: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MEMORY_TYPES, 0))
+    keyless_users: int = 0
+    mode: str = ""
+
+    @property
+    def total(self) -> int:
+        return sum(self.in_source.values())
+
+
+def _require_elasticsearch() -> None:
+    if settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
+        raise ValidationError(
+            "Atlas is not running on Elasticsearch: set ATLAS_ES_URL (and ATLAS_MEMORY_BACKEND="
+            "elasticsearch) first; the memories then move from the embedded file to it.",
+            code="not_elasticsearch",
+        )
+
+
+def _keyless(tenant: Tenant) -> QuerySet[User]:
+    return User.objects.filter(tenant=tenant, status=User.Status.ACTIVE).exclude(
+        scoped_keys__status=ScopedKey.Status.ACTIVE
+    )
+
+
+def _cluster_address() -> str:
+    """The cluster's address without any credentials in it."""
+    url = urlsplit(str(settings.ATLAS_ES_URL))
+    return f"Elasticsearch at {url.scheme}://{url.hostname}{f':{url.port}' if url.port else ''}"
+
+
+def tenant_backend_migration_plan(*, tenant: Tenant, source_path: Path) -> MigrationPlan:
+    """Count what ``tenant_backend_migrate`` would copy from ``source_path`` (read only: it
+    writes nothing anywhere). Refused like the migration itself."""
+    _require_elasticsearch()
+    plan = MigrationPlan(source=f"embedded store {source_path}", target=_cluster_address())
+    with store_errors():
+        source, target = _source(source_path), backend()
+        for _label, scope, types in _owners(tenant):
+            for docs in _pages(source, scope, types):
+                found = {d.id for d in target.get_many(scope, [d.id for d in docs])}
+                for d in docs:
+                    plan.in_source[d.memory_type] += 1
+                    plan.on_target[d.memory_type] += d.id in found
+    plan.keyless_users = _keyless(tenant).count()
+    plan.mode = tenant.isolation_mode
+    return plan
+
+
 def tenant_backend_migrate(
     *,
     tenant: Tenant,
@@ -136,12 +195,7 @@ def tenant_backend_migrate(
     """Copy the tenant's memories from the embedded store at ``source_path`` to the configured
     Elasticsearch backend, verify, provision missing keys and (``switch_mode``) switch the
     tenant to ``dls``. Safe to run again (see the module docstring)."""
-    if settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
-        raise ValidationError(
-            "Atlas is not running on Elasticsearch: set ATLAS_ES_URL (and ATLAS_MEMORY_BACKEND="
-            "elasticsearch) first; the memories then move from the embedded file to it.",
-            code="not_elasticsearch",
-        )
+    _require_elasticsearch()
     report = MigrationReport()
     with store_errors():
         source, target = _source(source_path), backend()
@@ -176,10 +230,7 @@ def tenant_backend_migrate(
 
 
 def _provision_keys(tenant: Tenant, report: MigrationReport) -> None:
-    keyless = User.objects.filter(tenant=tenant, status=User.Status.ACTIVE).exclude(
-        scoped_keys__status=ScopedKey.Status.ACTIVE
-    )
-    for user in keyless.select_related("tenant"):
+    for user in _keyless(tenant).select_related("tenant"):
         try:
             scoped_key_provision(user=user)
         except Exception as exc:
