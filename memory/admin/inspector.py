@@ -305,4 +305,3 @@ def leg_cells(ranks: dict[str, int], scores: dict[str, float]) -> dict[str, str]
         else:
             cells[leg] = f"{rank} ({score:.4g})"
     return cells
-

@@ -93,7 +93,8 @@ class TenantAdmin(ScopedModelAdmin):
         fields = list(super().get_fields(request, obj))
         if self.has_platform_permission(request):
             return fields
-        return [f for f in fields if f not in PLATFORM_FIELDS]
+        hidden: list[Any] = list(PLATFORM_FIELDS)
+        return [f for f in fields if f not in hidden]
 
     def dashboard_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         """The tenant's dashboard (panels from ``dashboard.PANELS``); read-only."""

@@ -22,7 +22,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def on_embedded(settings: Any, tmp_path: Path, acme: Tenant, alice: Any, bob: Any) -> dict:
+def on_embedded(
+    settings: Any, tmp_path: Path, acme: Tenant, alice: Any, bob: Any
+) -> dict[str, list[str]]:
     """Acme's memories written on the embedded store (mode filter, no keys)."""
     settings.ATLAS_MEMORY_BACKEND = "embedded"
     settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")

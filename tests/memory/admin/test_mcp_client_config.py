@@ -42,7 +42,8 @@ def test_the_user_page_shows_client_configs_for_the_users_mcp_url(
     assert server["env"] == {"AUTH_HEADER": "Bearer <ATLAS_TOKEN>"}
     # Cursor's mcp.json the same way, in Cursor's own syntax
     cursor = json.loads(next(v for k, v in snippets.items() if k.startswith("Cursor")))
-    assert cursor["mcpServers"]["atlas"]["headers"] == {"Authorization": "Bearer ${env:ATLAS_TOKEN}"}
+    cursor_headers = cursor["mcpServers"]["atlas"]["headers"]
+    assert cursor_headers == {"Authorization": "Bearer ${env:ATLAS_TOKEN}"}
     for text in snippets.values():  # each one is on the page, with its copy button
         assert text in page
     assert page.count('class="button copy-snippet"') == len(snippets) == 4
