@@ -61,6 +61,9 @@ def test_it_is_for_platform_admins_only(
         b"migrate_backend"
         in platform_client.get(reverse("admin:tenants_tenant_changelist")).content
     )
+    change = reverse("admin:tenants_tenant_change", args=[acme.pk])
+    assert b'id="migrate-link"' in platform_client.get(change).content
+    assert b'id="migrate-link"' not in acme_client.get(change).content
 
 
 def test_the_action_takes_one_tenant_at_a_time(
