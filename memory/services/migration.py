@@ -3,9 +3,10 @@ isolation: ``tenant_backend_migrate`` (the ``memory_migrate`` command).
 
 The tenant created on the embedded default stays in mode ``filter`` with its memories in the
 SQLite file. Once Atlas runs with a cluster (``ATLAS_ES_URL``, so the backend is Elasticsearch),
-this copies every document of the tenant (each user's, superseded ones included, and the
-catalog) under its own id, verifies that each one is found on the cluster, provisions the
-scoped keys users lack, and only then switches the tenant to ``dls``.
+this copies every document of the tenant (each user's, superseded ones included, the
+knowledge graph's searchable entities, and the catalog) under its own id, verifies that each
+one is found on the cluster, provisions the scoped keys users lack, and only then switches the
+tenant to ``dls``.
 
 Resumable: writes are upserts by id, and an owner whose documents are all found already is not
 copied again, so an interrupted run is simply run again. Verified: the mode switches only when
@@ -32,7 +33,7 @@ from memory.engine.types import MemoryDoc, ReadScope
 from memory.services.common import backend, embedder, store_errors
 from memory.services.scoping import catalog_scope, writer_scope
 from memory.services.writes import embedding_text
-from memory.types import MEMORY_TYPES, PERSONAL_TYPES
+from memory.types import ERASABLE_TYPES, MEMORY_TYPES
 from tenants.models import ScopedKey, Tenant, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_provision
@@ -66,7 +67,7 @@ def _owners(tenant: Tenant) -> list[tuple[str, ReadScope, tuple[str, ...]]]:
         (
             u.external_id,
             writer_scope(tenant_id=tenant.memory_id, user_id=u.memory_id),
-            PERSONAL_TYPES,
+            ERASABLE_TYPES,  # memories and other apps' searchable documents (entities)
         )
         for u in users
     ]

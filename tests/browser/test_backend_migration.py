@@ -5,6 +5,7 @@ with the tenant in mode ``dls``. Tenant admins get neither the action nor the pa
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,14 @@ import pytest
 from memory.selectors import memory_export
 from memory.services import bookkeeping
 from memory.services.catalog import catalog_import
+from memory.services.documents import searchable_put, searchable_search
 from memory.services.recall import memory_recall
 from memory.services.writes import memory_turn_record, memory_write
 from tenants.models import ScopedKey, Tenant
 from tests.browser.test_first_hour import themed
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+NOW = datetime(2026, 1, 5, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -43,6 +46,9 @@ def on_embedded(
     for n in range(5):
         memory_write(user=bob, text=f"Bob's note number {n}", memory_type="semantic")
     catalog_import(tenant=acme, documents=[{"id": "hours", "text": "Open 9 to 5"}])
+    searchable_put(  # the knowledge graph's entity: moves too
+        user=alice, doc_id="entity-pixel", text="Pixel: Alice's dog, a beagle", timestamp=NOW
+    )
     bookkeeping.drain()
     return {u.external_id: sorted(d.id for d in memory_export(user=u)) for u in (alice, bob)}
 
@@ -67,7 +73,7 @@ def test_a_tenant_is_moved_to_the_cluster_through_the_admin(
     plan = counts(page, "#migration-plan")
     assert plan["semantic"] == ["7", "0"] and plan["episodic"] == ["1", "0"]
     assert plan["procedural"] == ["1", "0"] and plan["catalog"] == ["1", "0"]
-    assert plan["total"][0] == "10"
+    assert plan["entity"] == ["1", "0"] and plan["total"][0] == "11"
     assert "memory.sqlite3" in page.inner_text("#migration-source")
     assert page.inner_text("#migration-target").startswith("Elasticsearch at http")
     assert settings.ATLAS_ES_PASSWORD not in page.content()
@@ -89,6 +95,7 @@ def test_a_tenant_is_moved_to_the_cluster_through_the_admin(
     for user in (alice, bob):  # read back from the cluster with each user's own key
         user.refresh_from_db()
         assert sorted(d.id for d in memory_export(user=user)) == on_embedded[user.external_id]
+    assert [h.doc.id for h in searchable_search(user=alice, query="beagle")] == ["entity-pixel"]
     hits = memory_recall(user=alice, query="where does Alice live?", k=3).hits
     assert hits[0].doc.text == "Alice lives in Nantes"
 
