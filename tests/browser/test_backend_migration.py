@@ -95,7 +95,7 @@ def test_a_tenant_is_moved_to_the_cluster_through_the_admin(
     for user in (alice, bob):  # read back from the cluster with each user's own key
         user.refresh_from_db()
         assert sorted(d.id for d in memory_export(user=user)) == on_embedded[user.external_id]
-    assert [h.doc.id for h in searchable_search(user=alice, query="beagle")] == ["entity-pixel"]
+    assert [h.id for h in searchable_search(user=alice, query="beagle")] == ["entity-pixel"]
     hits = memory_recall(user=alice, query="where does Alice live?", k=3).hits
     assert hits[0].doc.text == "Alice lives in Nantes"
 

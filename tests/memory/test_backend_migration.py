@@ -91,7 +91,7 @@ def test_every_memory_is_found_afterwards_and_the_mode_is_dls(
     assert len(embedded_tenant["ids"]["bob"]) == 230
     hits = memory_recall(user=alice, query="where does Alice live?", k=3).hits
     assert hits[0].doc.text == "Alice lives in Nantes"
-    assert [h.doc.id for h in searchable_search(user=alice, query="beagle")] == ["entity-pixel"]
+    assert [h.id for h in searchable_search(user=alice, query="beagle")] == ["entity-pixel"]
     assert searchable_count(user=alice) == 1
     catalog = memory_recall(user=bob, query="opening hours", k=50).hits
     assert any(h.doc.memory_type == "catalog" for h in catalog)
