@@ -69,7 +69,9 @@ class ConsolidationRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"consolidation #{self.pk} of {self.user_id} ({self.status})"
+        # Named by the user's own id and the run's time, never by primary keys.
+        when = f" of {self.created_at:%Y-%m-%d %H:%M}" if self.created_at else ""
+        return f"{self.user.external_id}'s consolidation{when} ({self.get_status_display()})"
 
     @property
     def tokens_used(self) -> int:
@@ -99,7 +101,7 @@ class ConsolidationState(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return f"consolidation state of {self.user_id}"
+        return f"consolidation state of {self.user.external_id}"
 
 
 class PlaybookSuggestion(models.Model):

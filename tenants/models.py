@@ -148,6 +148,9 @@ class User(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # "End users", apart from the operators' own Django accounts (also "users" to Django).
+        verbose_name = "end user"
+        verbose_name_plural = "end users"
         ordering = ["tenant__slug", "external_id"]
         constraints = [
             models.UniqueConstraint(

@@ -182,6 +182,9 @@ class MemoryInspector:
             "admin/atlas/inspector_search.html",
             form=form,
             result=result,
+            rows=[(hit, leg_cells(hit.leg_ranks, hit.leg_scores)) for hit in result.hits]
+            if result is not None
+            else [],
             error=error,
         )
 
@@ -286,3 +289,19 @@ class MemoryInspector:
                 **context,
             },
         )
+
+
+def leg_cells(ranks: dict[str, int], scores: dict[str, float]) -> dict[str, str]:
+    """Per leg, "rank (score)" as the leg scored it, in significant digits: a BM25 score of a
+    small store can be 0.00004, which three decimals would print as a fake 0.000. A leg that
+    found the hit without a score shows its rank alone; one that did not find it, a dash."""
+    cells = {}
+    for leg in ("lexical", "dense"):
+        rank, score = ranks.get(leg), scores.get(leg)
+        if rank is None:
+            cells[leg] = "—"
+        elif score is None:
+            cells[leg] = str(rank)
+        else:
+            cells[leg] = f"{rank} ({score:.4g})"
+    return cells

@@ -28,7 +28,8 @@ TOKEN_ENV = "ATLAS_TOKEN"  # noqa: S105 - the name of an environment variable
 def client_snippets(url: str) -> list[tuple[str, str]]:
     """(title, text) per client for ``url``: Claude Code, Claude Desktop, Cursor and a generic
     streamable-HTTP request. No snippet holds a token: Claude Code's ``.mcp.json`` (usually
-    committed) reads it from ``$ATLAS_TOKEN``, which Claude Code expands; mcp-remote gets the
+    committed) reads it from ``$ATLAS_TOKEN``, which Claude Code expands (Cursor's ``mcp.json``
+    the same, as ``${env:ATLAS_TOKEN}``); mcp-remote gets the
     header through ``env`` (a space inside ``args`` breaks on Windows, as mcp-remote documents)."""
     header = f"Bearer {TOKEN_PLACEHOLDER}"
     plain = ["--allow-http"] if url.startswith("http://") else []  # mcp-remote wants https
@@ -57,7 +58,8 @@ def client_snippets(url: str) -> list[tuple[str, str]]:
             }
         }
     }
-    cursor = {"mcpServers": {"atlas": {"url": url, "headers": {"Authorization": header}}}}
+    cursor_header = f"Bearer ${{env:{TOKEN_ENV}}}"  # Cursor's own interpolation syntax
+    cursor = {"mcpServers": {"atlas": {"url": url, "headers": {"Authorization": cursor_header}}}}
     return [
         (
             f"Claude Code: .mcp.json (export {TOKEN_ENV}=<token> first; or: claude mcp add "
@@ -65,7 +67,10 @@ def client_snippets(url: str) -> list[tuple[str, str]]:
             _json(claude_code),
         ),
         ("Claude Desktop: claude_desktop_config.json (through mcp-remote)", _json(desktop)),
-        ("Cursor: ~/.cursor/mcp.json", _json(cursor)),
+        (
+            f"Cursor: ~/.cursor/mcp.json (reads ${TOKEN_ENV} from Cursor's environment)",
+            _json(cursor),
+        ),
         (
             "Any streamable-HTTP MCP client",
             f"POST {url}\nAuthorization: {header}\n"

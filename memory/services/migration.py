@@ -3,9 +3,10 @@ isolation: ``tenant_backend_migrate`` (the ``memory_migrate`` command).
 
 The tenant created on the embedded default stays in mode ``filter`` with its memories in the
 SQLite file. Once Atlas runs with a cluster (``ATLAS_ES_URL``, so the backend is Elasticsearch),
-this copies every document of the tenant (each user's, superseded ones included, and the
-catalog) under its own id, verifies that each one is found on the cluster, provisions the
-scoped keys users lack, and only then switches the tenant to ``dls``.
+this copies every document of the tenant (each user's, superseded ones included, the
+knowledge graph's searchable entities, and the catalog) under its own id, verifies that each
+one is found on the cluster, provisions the scoped keys users lack, and only then switches the
+tenant to ``dls``.
 
 Resumable: writes are upserts by id, and an owner whose documents are all found already is not
 copied again, so an interrupted run is simply run again. Verified: the mode switches only when
@@ -19,9 +20,11 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
 from atlas_platform.exceptions import ValidationError
 from memory.engine.base import MemoryBackend
@@ -30,7 +33,7 @@ from memory.engine.types import MemoryDoc, ReadScope
 from memory.services.common import backend, embedder, store_errors
 from memory.services.scoping import catalog_scope, writer_scope
 from memory.services.writes import embedding_text
-from memory.types import MEMORY_TYPES, PERSONAL_TYPES
+from memory.types import ERASABLE_TYPES, MEMORY_TYPES
 from tenants.models import ScopedKey, Tenant, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_provision
@@ -64,7 +67,7 @@ def _owners(tenant: Tenant) -> list[tuple[str, ReadScope, tuple[str, ...]]]:
         (
             u.external_id,
             writer_scope(tenant_id=tenant.memory_id, user_id=u.memory_id),
-            PERSONAL_TYPES,
+            ERASABLE_TYPES,  # memories and other apps' searchable documents (entities)
         )
         for u in users
     ]
@@ -126,6 +129,63 @@ def _source(path: Path) -> MemoryBackend:
     return store
 
 
+@dataclass
+class MigrationPlan:
+    """What a run would move, read before it starts (the confirmation page): documents per type
+    in the source and how many of them the cluster holds already (an interrupted run's), the
+    active users without a scoped key, and the tenant's mode now."""
+
+    source: str
+    target: str
+    in_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MEMORY_TYPES, 0))
+    on_target: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MEMORY_TYPES, 0))
+    keyless_users: int = 0
+    mode: str = ""
+
+    @property
+    def total(self) -> int:
+        return sum(self.in_source.values())
+
+
+def _require_elasticsearch() -> None:
+    if settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
+        raise ValidationError(
+            "Atlas is not running on Elasticsearch: set ATLAS_ES_URL (and ATLAS_MEMORY_BACKEND="
+            "elasticsearch) first; the memories then move from the embedded file to it.",
+            code="not_elasticsearch",
+        )
+
+
+def _keyless(tenant: Tenant) -> QuerySet[User]:
+    return User.objects.filter(tenant=tenant, status=User.Status.ACTIVE).exclude(
+        scoped_keys__status=ScopedKey.Status.ACTIVE
+    )
+
+
+def _cluster_address() -> str:
+    """The cluster's address without any credentials in it."""
+    url = urlsplit(str(settings.ATLAS_ES_URL))
+    return f"Elasticsearch at {url.scheme}://{url.hostname}{f':{url.port}' if url.port else ''}"
+
+
+def tenant_backend_migration_plan(*, tenant: Tenant, source_path: Path) -> MigrationPlan:
+    """Count what ``tenant_backend_migrate`` would copy from ``source_path`` (read only: it
+    writes nothing anywhere). Refused like the migration itself."""
+    _require_elasticsearch()
+    plan = MigrationPlan(source=f"embedded store {source_path}", target=_cluster_address())
+    with store_errors():
+        source, target = _source(source_path), backend()
+        for _label, scope, types in _owners(tenant):
+            for docs in _pages(source, scope, types):
+                found = {d.id for d in target.get_many(scope, [d.id for d in docs])}
+                for d in docs:
+                    plan.in_source[d.memory_type] += 1
+                    plan.on_target[d.memory_type] += d.id in found
+    plan.keyless_users = _keyless(tenant).count()
+    plan.mode = tenant.isolation_mode
+    return plan
+
+
 def tenant_backend_migrate(
     *,
     tenant: Tenant,
@@ -136,12 +196,7 @@ def tenant_backend_migrate(
     """Copy the tenant's memories from the embedded store at ``source_path`` to the configured
     Elasticsearch backend, verify, provision missing keys and (``switch_mode``) switch the
     tenant to ``dls``. Safe to run again (see the module docstring)."""
-    if settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
-        raise ValidationError(
-            "Atlas is not running on Elasticsearch: set ATLAS_ES_URL (and ATLAS_MEMORY_BACKEND="
-            "elasticsearch) first; the memories then move from the embedded file to it.",
-            code="not_elasticsearch",
-        )
+    _require_elasticsearch()
     report = MigrationReport()
     with store_errors():
         source, target = _source(source_path), backend()
@@ -176,10 +231,7 @@ def tenant_backend_migrate(
 
 
 def _provision_keys(tenant: Tenant, report: MigrationReport) -> None:
-    keyless = User.objects.filter(tenant=tenant, status=User.Status.ACTIVE).exclude(
-        scoped_keys__status=ScopedKey.Status.ACTIVE
-    )
-    for user in keyless.select_related("tenant"):
+    for user in _keyless(tenant).select_related("tenant"):
         try:
             scoped_key_provision(user=user)
         except Exception as exc:

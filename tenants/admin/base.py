@@ -28,6 +28,9 @@ from tenants.scoping import OperatorScope, request_scope
 class ScopedForm(forms.Form):
     """A form whose tenant / user choices are limited to the operator's scope."""
 
+    fixed_tenant: Tenant | None = None  # the one tenant, shown rather than picked
+    required_css_class = "required"  # bold labels, as on Django's own forms
+
     def __init__(self, *args: Any, scope: OperatorScope, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.scope = scope
@@ -36,6 +39,9 @@ class ScopedForm(forms.Form):
             self.fields["tenant"].queryset = tenants  # type: ignore[attr-defined]
             if len(only := list(tenants[:2])) == 1:  # a one-tenant admin need not pick it
                 self.fields["tenant"].initial = only[0].pk
+                if not scope.is_platform_admin:  # a tenant's own operator: nothing to pick
+                    self.fields["tenant"].widget = forms.HiddenInput()
+                    self.fixed_tenant = only[0]
         if "user" in self.fields:
             users = User.objects.select_related("tenant").filter(status=User.Status.ACTIVE)
             self.fields["user"].queryset = scope.restrict(users, "tenant")  # type: ignore[attr-defined]

@@ -15,6 +15,8 @@ from tenants.models import Operator, Tenant, User
 from tenants.services.tenants import check_external_ids
 from tenants.services.users import check_new_account
 
+LOCAL_INPUT = "%Y-%m-%dT%H:%M"  # what an HTML datetime-local input sends
+
 
 def _field_error(form: forms.Form, field: str | None, exc: AtlasError) -> None:
     form.add_error(field, exc.message)
@@ -96,7 +98,14 @@ class TokenIssueForm(ScopedForm):
         help_text="Leave empty for a tenant token that may act for any user of the tenant.",
     )
     name = forms.CharField(max_length=100, help_text="Where the token is used, e.g. 'support bot'.")
-    expires_at = forms.DateTimeField(required=False, help_text="YYYY-MM-DD HH:MM (UTC). Optional.")
+    expires_at = forms.DateTimeField(
+        required=False,
+        label="Expires at",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL_INPUT),
+        input_formats=[LOCAL_INPUT, "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
+        help_text="Date and time (UTC). Optional: empty, the token does not expire.",
+        error_messages={"invalid": "Enter a date and time, e.g. 2027-01-31 18:00."},
+    )
     allow_catalog = forms.BooleanField(
         required=False, help_text="Tenant tokens only: may edit the tenant catalog."
     )

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth.models import User as Account
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from tenants.scoping import request_scope
 
 MAX_DASHBOARD_LINKS = 20
+ACCOUNTS = "Operator accounts"  # Django's users: who signs in here (the memory subjects: End users)
 
 
 class AtlasAdminSite(admin.AdminSite):
@@ -35,6 +37,10 @@ class AtlasAdminSite(admin.AdminSite):
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         """The apps, with a "Dashboards" section first (index and sidebar alike)."""
         apps: list[Any] = super().get_app_list(request, app_label)
+        for app in apps:  # Django's accounts are the operators' logins, not end users
+            for model in app["models"]:
+                if model.get("model") is Account:
+                    model["name"] = ACCOUNTS
         scope = request_scope(request)
         if app_label is not None or scope is None:
             return apps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -19,7 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
-from tenants.admin.base import ScopedModelAdmin
+from tenants.admin.base import ScopedModelAdmin, extend_admin
 from tenants.admin.confirm import confirmation
 from tenants.admin.dashboard import dashboard_panels
 from tenants.admin.forms import TenantOnboardForm
@@ -84,7 +85,16 @@ class TenantAdmin(ScopedModelAdmin):
     def get_urls(self) -> list[URLPattern]:
         dashboard = self.admin_site.admin_view(self.dashboard_view)
         own = [path("<int:pk>/dashboard/", dashboard, name="tenants_tenant_dashboard")]
-        return [*own, *super().get_urls()]
+        added = [p for urls in TENANT_URLS for p in urls(self)]
+        return [*own, *added, *super().get_urls()]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        """The change page's fields, less the platform admins' own for anyone else."""
+        fields = list(super().get_fields(request, obj))
+        if self.has_platform_permission(request):
+            return fields
+        hidden: list[Any] = list(PLATFORM_FIELDS)
+        return [f for f in fields if f not in hidden]
 
     def dashboard_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         """The tenant's dashboard (panels from ``dashboard.PANELS``); read-only."""
@@ -125,6 +135,10 @@ class TenantAdmin(ScopedModelAdmin):
         return self.has_act_permission(request, obj)
 
     def has_suspend_permission(self, request: HttpRequest) -> bool:
+        return self.has_add_permission(request)
+
+    def has_platform_permission(self, request: HttpRequest) -> bool:
+        """Platform admins only (actions with ``permissions=["platform"]``)."""
         return self.has_add_permission(request)
 
     def get_form(
@@ -183,3 +197,25 @@ class TenantAdmin(ScopedModelAdmin):
 
 def _slug(tenant: Tenant) -> str:
     return tenant.slug
+
+
+# Pages and platform-admin-only change-page fields that apps above tenants add.
+TENANT_URLS: list[Callable[[TenantAdmin], list[URLPattern]]] = []
+PLATFORM_FIELDS: list[Callable[[Any], Any]] = []
+
+
+def extend_tenant_pages(
+    *,
+    urls: Callable[[TenantAdmin], list[URLPattern]] | None = None,
+    platform_fields: list[Callable[[Any], Any]] | None = None,
+    actions: list[Callable[..., Any]] | None = None,
+) -> None:
+    """EXTENSION POINT: an app above tenants adds views under a tenant's admin pages (``urls``,
+    a function of the TenantAdmin), read-only change-page fields only platform admins see, and
+    bulk actions. Idempotent."""
+    if urls is not None and urls not in TENANT_URLS:
+        TENANT_URLS.append(urls)
+    for item in platform_fields or []:
+        if item not in PLATFORM_FIELDS:
+            PLATFORM_FIELDS.append(item)
+    extend_admin(TenantAdmin, fields=platform_fields or [], actions=actions or [])

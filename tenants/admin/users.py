@@ -45,7 +45,7 @@ class ScopedKeyInline(ReadOnlyInline):
 class UserAdmin(ScopedModelAdmin):
     tenant_path = "tenant"
     add_form_class = UserAddForm
-    add_title = "Add a user"
+    add_title = "Add an end user"
     list_display = [
         "external_id",
         "tenant",

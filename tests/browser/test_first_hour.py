@@ -56,6 +56,12 @@ def test_the_first_hour_pages(
     assert claude_code["mcpServers"]["atlas"]["headers"]["Authorization"] == "Bearer ${ATLAS_TOKEN}"
     expected = dict(client_snippets(f"{live_server.url}/api/atlas/mcp/alice"))
     assert copied in expected.values()
+    buttons.nth(2).click()  # Cursor's: an env-var reference too, in Cursor's syntax
+    page.wait_for_function(
+        "document.querySelectorAll('button.copy-snippet')[2].textContent == 'Copied'"
+    )
+    cursor = json.loads(page.evaluate("navigator.clipboard.readText()"))
+    assert cursor["mcpServers"]["atlas"]["headers"]["Authorization"] == "Bearer ${env:ATLAS_TOKEN}"
     shot(page, f"user-snippets-{theme}")
 
     # The embedded default's dashboard: no "users need keys", no red flag.

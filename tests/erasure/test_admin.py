@@ -220,3 +220,6 @@ def test_the_receipt_page_shows_counts_and_ids_only(
     assert "View receipt" in detail
     assert receipt.status_code == 200
     assert fact.id in receipt.content.decode() and "Whiskers" not in receipt.content.decode()
+    # The user by the id the operator knows, not by a key of Atlas's own.
+    named = '<p id="receipt-user">User <strong>alice</strong> of Acme.</p>'
+    assert named in receipt.content.decode()

@@ -4,6 +4,7 @@ the scoped keys and switches the tenant to ``dls``; a second run resumes without
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from django.core.management.base import CommandError
 from memory.selectors import memory_export
 from memory.services import bookkeeping
 from memory.services.catalog import catalog_import
+from memory.services.documents import searchable_count, searchable_put, searchable_search
 from memory.services.recall import memory_recall
 from memory.services.writes import memory_turn_record, memory_write
 from tenants.models import AuditEvent, ScopedKey, Tenant, User
@@ -43,6 +45,13 @@ def embedded_tenant(settings: Any, tmp_path: Path, db: None) -> dict[str, Any]:
     for n in range(230):  # more than one page of the copy
         memory_write(user=bob, text=f"Bob's note number {n}", memory_type="semantic")
     catalog_import(tenant=acme, documents=[{"id": "hours", "text": "Open 9 to 5"}])
+    searchable_put(  # another app's searchable document (the knowledge graph's entity)
+        user=alice,
+        doc_id="entity-pixel",
+        text="Pixel: Alice's dog, a beagle",
+        timestamp=datetime(2026, 1, 5, tzinfo=UTC),
+        title="Pixel",
+    )
     bookkeeping.drain()
     ids = {u.external_id: sorted(d.id for d in memory_export(user=u)) for u in (alice, bob)}
     return {
@@ -82,11 +91,14 @@ def test_every_memory_is_found_afterwards_and_the_mode_is_dls(
     assert len(embedded_tenant["ids"]["bob"]) == 230
     hits = memory_recall(user=alice, query="where does Alice live?", k=3).hits
     assert hits[0].doc.text == "Alice lives in Nantes"
+    assert [h.id for h in searchable_search(user=alice, query="beagle")] == ["entity-pixel"]
+    assert searchable_count(user=alice) == 1
     catalog = memory_recall(user=bob, query="opening hours", k=50).hits
     assert any(h.doc.memory_type == "catalog" for h in catalog)
     assert not any(h.doc.user_id == alice.memory_id for h in catalog)  # still per user
     event = AuditEvent.objects.get(action="tenant.backend_migrate")
     assert event.metadata["copied"]["semantic"] == 232 and event.metadata["mode"] == "dls"
+    assert event.metadata["copied"]["entity"] == 1
     assert AuditEvent.objects.filter(action="tenant.isolation").count() == 1
 
 
@@ -100,7 +112,7 @@ def test_a_second_run_resumes_without_copying_again(
     again = migrate(embedded_tenant["path"])
 
     assert "alice: complete already" in again and "bob: complete already" in again
-    assert "copied: episodic 0, semantic 0, procedural 0, catalog 0" in again
+    assert "copied: episodic 0, semantic 0, procedural 0, catalog 0, entity 0" in again
     assert Tenant.objects.get(slug="acme").isolation_mode == "dls"
     bob = embedded_tenant["bob"]
     bob.refresh_from_db()

@@ -136,8 +136,9 @@ def test_search_runs_a_real_recall_as_the_user_and_shows_how(seeded, alice, acme
     top = result.hits[0]
     assert set(top.leg_ranks) <= {"lexical", "dense"} and top.leg_ranks
     assert set(top.leg_scores) == set(top.leg_ranks)
-    for leg, rank in top.leg_ranks.items():
-        assert f'<td class="leg-{leg}">{rank} (' in page
+    for leg, rank in top.leg_ranks.items():  # each leg's own score, never a rounded 0.000
+        assert top.leg_scores[leg] > 0
+        assert f'<td class="leg-{leg}">{rank} ({top.leg_scores[leg]:.4g})</td>' in page
     assert 'id="reranked">no<' in page  # no reranker configured: the fused order stands
     for timing in result.timings_ms:
         assert timing in page
@@ -145,6 +146,12 @@ def test_search_runs_a_real_recall_as_the_user_and_shows_how(seeded, alice, acme
     bookkeeping.drain()
     assert memory_get(user=alice, memory_id=seeded["new"].id).use_count == 0
     assert sum(RecallStat.objects.values_list("count", flat=True)) == recalls_before == 2
+
+
+def test_a_leg_score_keeps_its_significant_digits_and_a_missing_one_shows_no_number():
+    cells = inspector.leg_cells({"lexical": 3, "dense": 1}, {"lexical": 4.2e-05, "dense": 0.91})
+    assert cells == {"lexical": "3 (4.2e-05)", "dense": "1 (0.91)"}
+    assert inspector.leg_cells({"lexical": 2}, {}) == {"lexical": "2", "dense": "—"}
 
 
 def test_the_supersession_chain_shows_both_ways(seeded, alice, acme_client):

@@ -40,6 +40,10 @@ def test_the_user_page_shows_client_configs_for_the_users_mcp_url(
     assert not any(" " in arg for arg in server["args"])
     assert "Authorization:${AUTH_HEADER}" in server["args"]
     assert server["env"] == {"AUTH_HEADER": "Bearer <ATLAS_TOKEN>"}
+    # Cursor's mcp.json the same way, in Cursor's own syntax
+    cursor = json.loads(next(v for k, v in snippets.items() if k.startswith("Cursor")))
+    cursor_headers = cursor["mcpServers"]["atlas"]["headers"]
+    assert cursor_headers == {"Authorization": "Bearer ${env:ATLAS_TOKEN}"}
     for text in snippets.values():  # each one is on the page, with its copy button
         assert text in page
     assert page.count('class="button copy-snippet"') == len(snippets) == 4

@@ -176,8 +176,10 @@ def test_the_add_form_ticks_provision_key_only_with_a_cluster(acme, acme_client,
         return "checked" in page[start : page.index(">", start)]
 
     assert not ticked(without) and ticked(with_cluster)
-    # a one-tenant admin finds their tenant chosen already
-    assert f'<option value="{acme.pk}" selected>' in without
+    # a one-tenant admin finds their tenant chosen already: named, nothing to pick
+    assert f'<input type="hidden" name="tenant" value="{acme.pk}"' in without
+    assert '<div class="readonly" id="fixed-tenant">Acme</div>' in without
+    assert '<select name="tenant"' not in without
 
 
 def test_a_token_secret_is_shown_exactly_once(acme, alice, acme_client):
