@@ -44,6 +44,30 @@ def ensure_ready(conn: Connection, *, dims: int) -> None:
         "put the index template",
         lambda: w.indices.put_index_template(name=f"{prefix}-memory", body=template),
     )
+    add_new_fields(conn, component)
+
+
+# Fields added to the mapping after indices were made from it: ``ensure_ready`` puts them into
+# every existing memory index (a strict mapping refuses a document with a field it lacks).
+# ``context`` / ``context_ids``: a turn's lexical context (memory.services.turn_context).
+ADDED_FIELDS = ("context", "context_ids")
+
+
+def add_new_fields(conn: Connection, component: Json) -> None:
+    """Put ``ADDED_FIELDS`` (as the component template maps them) into the deployment's
+    existing indices; adding a field to a mapping is idempotent, and no index is touched when
+    there is none yet."""
+    properties = component["template"]["mappings"]["properties"]
+    added = {name: properties[name] for name in ADDED_FIELDS}
+    call(
+        "add new fields to the memory indices",
+        lambda: conn.writer.indices.put_mapping(
+            index=conn.index_pattern,
+            properties=added,
+            allow_no_indices=True,
+            expand_wildcards="all",
+        ),
+    )
 
 
 def foreign_indices(conn: Connection) -> dict[str, str]:

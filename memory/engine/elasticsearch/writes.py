@@ -12,13 +12,20 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from elasticsearch import ApiError, ConflictError, NotFoundError, TransportError
 
 from memory.engine.base import EngineError, UpdateConflict, usage_changes
 from memory.engine.elasticsearch.client import Connection, call, failure
-from memory.engine.elasticsearch.queries import routing, user_query
+from memory.engine.elasticsearch.queries import (
+    NO_VECTORS,
+    context_holders_query,
+    previous_turn_body,
+    routing,
+    user_query,
+)
 from memory.engine.types import MemoryDoc, MemoryType, UsageBump
 
 Json = dict[str, Any]
@@ -152,7 +159,56 @@ def delete(conn: Connection, doc: MemoryDoc) -> bool:
     except (ApiError, TransportError) as exc:
         raise failure(f"delete {doc.id}", exc) from exc
     conn.after_write([index])
+    if doc.user_id is not None and doc.memory_type == "episodic":
+        clear_contexts(conn, doc.tenant_id, doc.user_id, [doc.id])
     return True
+
+
+CONTEXT_HOLDERS = 100  # a turn's context comes from its neighbours: a deleted turn has few
+
+
+def clear_contexts(conn: Connection, tenant_id: str, user_id: str, ids: list[str]) -> None:
+    """Clear the lexical context of the user's turns that hold words of the deleted turns
+    ``ids`` (``MemoryDoc.context_ids``), so erased words are not searchable there."""
+    for start in range(0, len(ids), CONTEXT_HOLDERS):
+        page = ids[start : start + CONTEXT_HOLDERS]
+        body: Json = {
+            "size": CONTEXT_HOLDERS * 2,
+            "track_total_hits": False,
+            "query": context_holders_query(tenant_id, user_id, page),
+            **NO_VECTORS,
+        }
+        index = conn.index_for(tenant_id, user_id)
+        response = call(
+            "find turns holding a deleted turn's words",
+            lambda body=body, index=index: conn.writer.search(
+                index=index, ignore_unavailable=True, **body
+            ),
+        )
+        for hit in response["hits"]["hits"]:
+            holder = MemoryDoc.from_source(hit["_source"])
+            try:
+                update(conn, holder, _drop_context)
+            except EngineError:
+                continue  # deleted meanwhile: nothing left to clear
+
+
+def _drop_context(current: MemoryDoc) -> dict[str, Any]:
+    return {"context": None, "context_ids": []} if current.context_ids else {}
+
+
+def previous_turn(
+    conn: Connection, tenant_id: str, user_id: str, session_id: str, before: datetime
+) -> MemoryDoc | None:
+    """One bounded search with the writer credential (``MemoryBackend.previous_turn``)."""
+    body = previous_turn_body(tenant_id, user_id, session_id, before)
+    index = conn.index_for(tenant_id, user_id)
+    response = call(
+        "read the previous turn",
+        lambda: conn.writer.search(index=index, routing=user_id, ignore_unavailable=True, **body),
+    )
+    hits = response["hits"]["hits"]
+    return MemoryDoc.from_source(hits[0]["_source"]) if hits else None
 
 
 def delete_ids(
@@ -183,6 +239,8 @@ def delete_ids(
             failures.append(f"{outcome.get('_id')}: {outcome.get('error')}")
     if failures:
         raise EngineError(f"Elasticsearch refused to delete {len(failures)}: {failures}")
+    if deleted and memory_type == "episodic":
+        clear_contexts(conn, tenant_id, user_id, deleted)
     return deleted
 
 

@@ -51,14 +51,16 @@ def _lexical(
     masked: list[tuple[Snapshot, snapshots.Mask]],
     query: LegQuery,
 ) -> list[Candidate]:
-    expression = _match_expression(query.text, owners)
+    boost = max(0.0, float(query.context_boost))
+    expression = _match_expression(query.text, owners, context=boost > 0.0)
     if expression is None:
         return []
-    # Field weights as the Elasticsearch backend's; the owner column only filters.
+    # Field weights as the Elasticsearch backend's; the owner column only filters, a turn's
+    # lexical context counts at ``context_boost``.
     found = conn.execute(
-        "SELECT rowid, -bm25(memories_fts, 0, 1, 0.5, 0.3, 0.5) FROM memories_fts"
+        "SELECT rowid, -bm25(memories_fts, 0, 1, 0.5, 0.3, 0.5, ?) FROM memories_fts"
         " WHERE memories_fts MATCH ?",
-        (expression,),
+        (boost, expression),
     ).fetchall()
     seqs = np.array([seq for seq, _ in found], dtype=np.int64)
     bm25 = np.array([score for _, score in found], dtype=np.float64)
@@ -68,16 +70,15 @@ def _lexical(
     return _top(candidates, query.size)
 
 
-def _match_expression(text: str, owners: list[str]) -> str | None:
+def _match_expression(text: str, owners: list[str], *, context: bool = False) -> str | None:
     """An FTS5 query for any of the query's ``lexical_terms`` (each quoted, so user text is
-    never FTS5 syntax) in the text fields of the owners' documents."""
+    never FTS5 syntax) in the text fields of the owners' documents (and in a turn's lexical
+    context with ``context``)."""
     terms = lexical_terms(text)
     if not terms or not owners:
         return None
-    return (
-        f"owner : ({_any_of(owners)})"
-        f" AND {{text name description trigger_text}} : ({_any_of(terms)})"
-    )
+    columns = "text name description trigger_text" + (" context" if context else "")
+    return f"owner : ({_any_of(owners)}) AND {{{columns}}} : ({_any_of(terms)})"
 
 
 def _any_of(tokens: list[str]) -> str:

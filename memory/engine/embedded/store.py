@@ -5,6 +5,12 @@ transactions, encoding documents into rows, and the per-owner snapshots (``snaps
 (float64) and a float32 unit vector for the dense leg. ``memories_fts`` is a contentless FTS5
 index over the text fields plus an ``owner`` token, so a MATCH never leaves the caller's scope.
 ``owners`` counts the writes per owner (a tenant's user, or its catalog).
+
+The schema is versioned (``settings.schema``, ``SCHEMA_VERSION``); ``migrate`` brings an older
+store's file up to date in the same transaction as ``ensure_ready``. Version 2 added a turn's
+``session_id`` column (indexed: the live write path reads a session's newest turn) and the
+FTS ``context`` column (a turn's lexical context, ``MemoryDoc.context``): FTS5 cannot add a
+column, so the index is rebuilt from the rows' sources.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ from memory.engine.types import MemoryDoc
 
 BUSY_TIMEOUT_S = 5.0
 CACHE_BYTES = 256 * 2**20
+SCHEMA_VERSION = 2
+FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+        owner, text, name, description, trigger_text, context, content='',
+        tokenize='porter unicode61'
+    )"""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memories (
@@ -45,7 +56,8 @@ SCHEMA = (
         rev INTEGER NOT NULL,                   -- owners.rev of the write that stored the row
         unit BLOB,                              -- float32 unit vector, before the wide columns
         source TEXT NOT NULL,                   -- MemoryDoc.to_source() minus the embedding
-        embedding BLOB                          -- float64, exactly as written
+        embedding BLOB,                         -- float64, exactly as written
+        session_id TEXT                         -- a turn's session (schema 2)
     )""",
     "CREATE INDEX IF NOT EXISTS memories_owner_type ON memories (owner, memory_type)",
     "CREATE INDEX IF NOT EXISTS memories_owner_created ON memories (owner, created_at, id)",
@@ -54,22 +66,25 @@ SCHEMA = (
         owner TEXT PRIMARY KEY, rev INTEGER NOT NULL, purged INTEGER NOT NULL
     )""",
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-        owner, text, name, description, trigger_text, content='', tokenize='porter unicode61'
-    )""",
+    FTS_TABLE,
+)
+# After ``migrate``: the column it indexes may be new.
+INDEXES = (
+    "CREATE INDEX IF NOT EXISTS memories_owner_session"
+    " ON memories (owner, session_id, timestamp) WHERE session_id IS NOT NULL",
 )
 INSERT = """
     INSERT INTO memories (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
-        superseded_by, decay_at, use_count, rev, unit, source, embedding)
+        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id)
     VALUES (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
-        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding)
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id)
     RETURNING seq
 """
 UPDATE = """
     UPDATE memories SET (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
-        superseded_by, decay_at, use_count, rev, unit, source, embedding)
+        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id)
     = (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
-        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding)
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id)
     WHERE seq = :seq
 """
 
@@ -181,6 +196,38 @@ def store_rows(conn: sqlite3.Connection, docs: list[Encoded]) -> None:
             bump(conn, old_owner, purged=True)
 
 
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the store's schema to ``SCHEMA_VERSION`` (inside the caller's write transaction,
+    after ``SCHEMA``); the version it was at. A store from before versioning is version 1."""
+    row = conn.execute("SELECT value FROM settings WHERE name = 'schema'").fetchone()
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    version = int(row[0]) if row else (2 if "session_id" in columns else 1)
+    if version < 2:
+        if "session_id" not in columns:
+            conn.execute("ALTER TABLE memories ADD COLUMN session_id TEXT")
+        conn.execute(
+            "UPDATE memories SET session_id = json_extract(source, '$.session_id')"
+            " WHERE memory_type = 'episodic'"
+        )
+        conn.execute("DROP TABLE IF EXISTS memories_fts")
+        conn.execute(FTS_TABLE)
+        conn.execute(
+            "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text,"
+            " context) SELECT seq, owner, json_extract(source, '$.text'),"
+            " json_extract(source, '$.name'), json_extract(source, '$.description'),"
+            " json_extract(source, '$.trigger'), json_extract(source, '$.context')"
+            " FROM memories ORDER BY seq"
+        )
+    for statement in INDEXES:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO settings VALUES ('schema', ?) ON CONFLICT (name) DO UPDATE SET value ="
+        " excluded.value",
+        (SCHEMA_VERSION,),
+    )
+    return version
+
+
 def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
     """Count a write to ``owner``; a delete also counts as a purge (snapshots reload whole)."""
     (rev,) = conn.execute(
@@ -193,8 +240,8 @@ def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
 
 def fts_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...]) -> None:
     conn.execute(
-        "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text,"
+        " context) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (seq, *fields),
     )
 
@@ -203,13 +250,19 @@ def fts_delete(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...
     # A contentless index forgets a row only when given exactly the values it indexed.
     conn.execute(
         "INSERT INTO memories_fts (memories_fts, rowid, owner, text, name, description,"
-        " trigger_text) VALUES ('delete', ?, ?, ?, ?, ?, ?)",
+        " trigger_text, context) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?)",
         (seq, *fields),
     )
 
 
 def fts_fields(owner: str, source: dict[str, Any]) -> tuple[str | None, ...]:
-    fields = (source["text"], source.get("name"), source.get("description"), source.get("trigger"))
+    fields = (
+        source["text"],
+        source.get("name"),
+        source.get("description"),
+        source.get("trigger"),
+        source.get("context"),
+    )
     return (owner, *fields)
 
 
@@ -232,6 +285,7 @@ def encode(doc: MemoryDoc, dims: int) -> Encoded:
         "unit": unit_vector(doc.embedding, dims).tobytes() if has_vector else None,
         "source": json.dumps(source, ensure_ascii=False),
         "embedding": np.asarray(doc.embedding, np.float64).tobytes() if has_vector else None,
+        "session_id": doc.session_id if doc.memory_type == "episodic" else None,
     }
     return Encoded(columns=columns, fts=fts_fields(owner, source))
 
