@@ -54,10 +54,10 @@ SCHEMA = (
         decay_at REAL,                          -- epoch seconds the decay reads; NULL: exempt
         use_count INTEGER NOT NULL,
         rev INTEGER NOT NULL,                   -- owners.rev of the write that stored the row
+        session_id TEXT,                        -- a turn's session (schema 2; added last there)
         unit BLOB,                              -- float32 unit vector, before the wide columns
         source TEXT NOT NULL,                   -- MemoryDoc.to_source() minus the embedding
-        embedding BLOB,                         -- float64, exactly as written
-        session_id TEXT                         -- a turn's session (schema 2)
+        embedding BLOB                          -- float64, exactly as written
     )""",
     "CREATE INDEX IF NOT EXISTS memories_owner_type ON memories (owner, memory_type)",
     "CREATE INDEX IF NOT EXISTS memories_owner_created ON memories (owner, created_at, id)",

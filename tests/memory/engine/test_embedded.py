@@ -112,3 +112,99 @@ def test_it_refuses_vectors_of_the_wrong_shape(path):
         legs(backend, "x", vector=[1.0, 0.0])
     with pytest.raises(EngineError):
         backend_at(path, dims=DIMS * 2)  # another embedding model
+
+
+def _as_version_1(path: Path) -> None:
+    """Turn a store into what version 1 wrote: no session column or index, an FTS table
+    without the context column, no schema row."""
+    import sqlite3
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        """
+        DROP INDEX memories_owner_session;
+        ALTER TABLE memories DROP COLUMN session_id;
+        DROP TABLE memories_fts;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            owner, text, name, description, trigger_text, content='', tokenize='porter unicode61'
+        );
+        INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text)
+            SELECT seq, owner, json_extract(source, '$.text'), json_extract(source, '$.name'),
+            json_extract(source, '$.description'), json_extract(source, '$.trigger')
+            FROM memories;
+        DELETE FROM settings WHERE name = 'schema';
+        """
+    )
+    conn.close()
+
+
+def test_a_version_1_store_is_migrated_in_place(path):
+    from memory.engine.embedded.store import SCHEMA_VERSION
+
+    start = NOW - timedelta(hours=1)
+    asked = make_doc("acme", "alice", "episodic", "where is the party", session_id="s1", when=start)
+    answer = make_doc(
+        "acme",
+        "alice",
+        "episodic",
+        "karaoke at Lucky Voice",
+        session_id="s1",
+        when=start + timedelta(minutes=1),
+        context="where is the party",
+        context_ids=[asked.id],
+    )
+    fact = make_doc("acme", "alice", "semantic", "likes karaoke")
+    backend_at(path).write([asked, answer, fact])
+    _as_version_1(path)
+
+    migrated = backend_at(path)  # ensure_ready migrates
+
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM settings WHERE name = 'schema'").fetchone() == (
+        SCHEMA_VERSION,
+    )
+    assert dict(conn.execute("SELECT id, session_id FROM memories")) == {
+        asked.id: "s1",
+        answer.id: "s1",
+        fact.id: None,
+    }
+    conn.close()
+    # The rebuilt index holds every row's words (the context too), and stays exact on delete.
+    query = LegQuery(
+        text="party karaoke",
+        vector=vec(0),
+        filter=RecallFilter(),
+        ranking=Ranking(),
+        now=NOW,
+        context_boost=0.5,
+    )
+    assert {h.id for h in migrated.recall_legs(SCOPE, query).lexical} == {
+        asked.id,
+        answer.id,
+        fact.id,
+    }
+    found = migrated.previous_turn(tenant_id="acme", user_id="alice", session_id="s1", before=NOW)
+    assert found is not None and found.id == answer.id
+    assert migrated.delete(fact)
+    assert {h.id for h in migrated.recall_legs(SCOPE, query).lexical} == {asked.id, answer.id}
+    backend_at(path)  # a second ensure_ready changes nothing
+
+
+def test_the_previous_turn_read_uses_the_session_index(path):
+    import sqlite3
+
+    backend_at(path)
+    conn = sqlite3.connect(path)
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT source FROM memories WHERE owner = ? AND session_id = ?"
+            " AND timestamp <= ? AND tenant_id = ? AND memory_type = 'episodic'"
+            " ORDER BY timestamp DESC, seq DESC LIMIT 1",
+            ("o", "s", "t", "acme"),
+        )
+    )
+    conn.close()
+    assert "memories_owner_session" in plan
