@@ -54,20 +54,28 @@ ADDED_FIELDS = ("context", "context_ids")
 
 
 def add_new_fields(conn: Connection, component: Json) -> None:
-    """Put ``ADDED_FIELDS`` (as the component template maps them) into the deployment's
-    existing indices; adding a field to a mapping is idempotent, and no index is touched when
-    there is none yet."""
+    """Put ``ADDED_FIELDS`` (as the component template maps them) into those of the
+    deployment's existing indices that lack one (a put-mapping once per older index; indices
+    made from the current template have them)."""
     properties = component["template"]["mappings"]["properties"]
     added = {name: properties[name] for name in ADDED_FIELDS}
-    call(
-        "add new fields to the memory indices",
-        lambda: conn.writer.indices.put_mapping(
-            index=conn.index_pattern,
-            properties=added,
-            allow_no_indices=True,
-            expand_wildcards="all",
+    mappings = call(
+        "read the index mappings",
+        lambda: conn.writer.indices.get_mapping(
+            index=conn.index_pattern, allow_no_indices=True, expand_wildcards="all"
         ),
     )
+    lacking = sorted(
+        index
+        for index, body in mappings.body.items()
+        if set(added) - set(body.get("mappings", {}).get("properties", {}))
+    )
+    for start in range(0, len(lacking), 50):  # a bounded URL per request
+        names = ",".join(lacking[start : start + 50])
+        call(
+            "add new fields to the memory indices",
+            lambda names=names: conn.writer.indices.put_mapping(index=names, properties=added),
+        )
 
 
 def foreign_indices(conn: Connection) -> dict[str, str]:
