@@ -11,6 +11,7 @@ indices.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,12 @@ def add_new_fields(conn: Connection, component: Json) -> None:
         if set(added) - set(body.get("mappings", {}).get("properties", {}))
     )
     for start in range(0, len(lacking), 50):  # a bounded URL per request
-        names = ",".join(lacking[start : start + 50])
-        call(
-            "add new fields to the memory indices",
-            lambda names=names: conn.writer.indices.put_mapping(index=names, properties=added),
+        put = functools.partial(
+            conn.writer.indices.put_mapping,
+            index=",".join(lacking[start : start + 50]),
+            properties=added,
         )
+        call("add new fields to the memory indices", put)
 
 
 def foreign_indices(conn: Connection) -> dict[str, str]:

@@ -9,6 +9,7 @@ add up to a second per write) and concurrent writers pay for one refresh, not on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -178,13 +179,13 @@ def clear_contexts(conn: Connection, tenant_id: str, user_id: str, ids: list[str
             "query": context_holders_query(tenant_id, user_id, page),
             **NO_VECTORS,
         }
-        index = conn.index_for(tenant_id, user_id)
-        response = call(
-            "find turns holding a deleted turn's words",
-            lambda body=body, index=index: conn.writer.search(
-                index=index, ignore_unavailable=True, **body
-            ),
+        search = functools.partial(
+            conn.writer.search,
+            index=conn.index_for(tenant_id, user_id),
+            ignore_unavailable=True,
+            **body,
         )
+        response = call("find turns holding a deleted turn's words", search)
         for hit in response["hits"]["hits"]:
             holder = MemoryDoc.from_source(hit["_source"])
             try:

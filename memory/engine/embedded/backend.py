@@ -29,10 +29,9 @@ from memory.engine.embedded.store import (
     decode,
     encode,
     engine_errors,
-    fts_delete,
-    fts_fields,
     migrate,
     store_rows,
+    unindex_row,
 )
 from memory.engine.types import (
     MEMORY_TYPES,
@@ -121,7 +120,7 @@ class EmbeddedBackend(MemoryBackend):
             if row is None:
                 return False
             source = json.loads(row[1])
-            fts_delete(conn, row[0], fts_fields(owner, source))
+            unindex_row(conn, row[0], owner, source)
             bump(conn, owner, purged=True)
             self._clear_contexts(conn, owner, [source])
         return True
@@ -132,7 +131,8 @@ class EmbeddedBackend(MemoryBackend):
         """Clear the lexical context of the owner's turns that hold a deleted turn's words
         (``MemoryDoc.context_ids``; a context comes from the same session)."""
         sessions = sorted(
-            {s["session_id"] for s in deleted if s.get("memory_type") == "episodic"} - {None, ""}
+            {s.get("session_id") for s in deleted if s.get("memory_type") == "episodic"}
+            - {None, ""}
         )
         if not sessions:
             return
@@ -162,7 +162,7 @@ class EmbeddedBackend(MemoryBackend):
             ).fetchall()
             sources = [json.loads(source) for _, _, source in rows]
             for (seq, _, _), source in zip(rows, sources, strict=True):
-                fts_delete(conn, seq, fts_fields(owner, source))
+                unindex_row(conn, seq, owner, source)
             if rows:
                 bump(conn, owner, purged=True)
                 self._clear_contexts(conn, owner, sources)

@@ -6,11 +6,15 @@ transactions, encoding documents into rows, and the per-owner snapshots (``snaps
 index over the text fields plus an ``owner`` token, so a MATCH never leaves the caller's scope.
 ``owners`` counts the writes per owner (a tenant's user, or its catalog).
 
+A turn's lexical context (``MemoryDoc.context``) has an FTS5 table of its own,
+``memories_context_fts`` (rows only for documents with a context): BM25 in FTS5 normalises by
+the length of the whole row, so a context column in ``memories_fts`` would make every turn's
+own words score lower; two tables keep per-field statistics, as Elasticsearch does.
+
 The schema is versioned (``settings.schema``, ``SCHEMA_VERSION``); ``migrate`` brings an older
 store's file up to date in the same transaction as ``ensure_ready``. Version 2 added a turn's
-``session_id`` column (indexed: the live write path reads a session's newest turn) and the
-FTS ``context`` column (a turn's lexical context, ``MemoryDoc.context``): FTS5 cannot add a
-column, so the index is rebuilt from the rows' sources.
+``session_id`` column (backfilled from the sources, indexed: the live write path reads a
+session's newest turn) and the context table (empty: no version 1 document has a context).
 """
 
 from __future__ import annotations
@@ -35,9 +39,8 @@ from memory.engine.types import MemoryDoc
 BUSY_TIMEOUT_S = 5.0
 CACHE_BYTES = 256 * 2**20
 SCHEMA_VERSION = 2
-FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-        owner, text, name, description, trigger_text, context, content='',
-        tokenize='porter unicode61'
+CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
+        owner, context, content='', tokenize='porter unicode61'
     )"""
 
 SCHEMA = (
@@ -66,7 +69,10 @@ SCHEMA = (
         owner TEXT PRIMARY KEY, rev INTEGER NOT NULL, purged INTEGER NOT NULL
     )""",
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    FTS_TABLE,
+    """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+        owner, text, name, description, trigger_text, content='', tokenize='porter unicode61'
+    )""",
+    CONTEXT_TABLE,
 )
 # After ``migrate``: the column it indexes may be new.
 INDEXES = (
@@ -91,7 +97,7 @@ UPDATE = """
 
 class Encoded(NamedTuple):
     columns: dict[str, Any]
-    fts: tuple[str | None, ...]
+    source: dict[str, Any]
 
 
 class _ThreadConnection(threading.local):
@@ -182,16 +188,20 @@ def store_rows(conn: sqlite3.Connection, docs: list[Encoded]) -> None:
         old = conn.execute(
             "SELECT seq, owner, source FROM memories WHERE id = ?", (columns["id"],)
         ).fetchone()
+        owner = columns["owner"]
         if old is None:
             (seq,) = conn.execute(INSERT, columns).fetchone()
-            fts_insert(conn, seq, doc.fts)
+            index_row(conn, seq, owner, doc.source)
             continue
         seq, old_owner, old_source = old
         conn.execute(UPDATE, columns | {"seq": seq})
-        old_fts = fts_fields(old_owner, json.loads(old_source))
-        if old_fts != doc.fts:
-            fts_delete(conn, seq, old_fts)
-            fts_insert(conn, seq, doc.fts)
+        old = json.loads(old_source)
+        if fts_fields(old_owner, old) != fts_fields(owner, doc.source):
+            fts_delete(conn, seq, fts_fields(old_owner, old))
+            fts_insert(conn, seq, fts_fields(owner, doc.source))
+        if context_fields(old_owner, old) != context_fields(owner, doc.source):
+            context_delete(conn, seq, context_fields(old_owner, old))
+            context_insert(conn, seq, context_fields(owner, doc.source))
         if old_owner != columns["owner"]:
             bump(conn, old_owner, purged=True)
 
@@ -209,15 +219,7 @@ def migrate(conn: sqlite3.Connection) -> int:
             "UPDATE memories SET session_id = json_extract(source, '$.session_id')"
             " WHERE memory_type = 'episodic'"
         )
-        conn.execute("DROP TABLE IF EXISTS memories_fts")
-        conn.execute(FTS_TABLE)
-        conn.execute(
-            "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text,"
-            " context) SELECT seq, owner, json_extract(source, '$.text'),"
-            " json_extract(source, '$.name'), json_extract(source, '$.description'),"
-            " json_extract(source, '$.trigger'), json_extract(source, '$.context')"
-            " FROM memories ORDER BY seq"
-        )
+        conn.execute(CONTEXT_TABLE)  # SCHEMA made it already; nothing to fill
     for statement in INDEXES:
         conn.execute(statement)
     conn.execute(
@@ -238,10 +240,22 @@ def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
     return int(rev)
 
 
+def index_row(conn: sqlite3.Connection, seq: int, owner: str, source: dict[str, Any]) -> None:
+    """Index a new row's words (its text fields, and its lexical context if any)."""
+    fts_insert(conn, seq, fts_fields(owner, source))
+    context_insert(conn, seq, context_fields(owner, source))
+
+
+def unindex_row(conn: sqlite3.Connection, seq: int, owner: str, source: dict[str, Any]) -> None:
+    """Take a deleted row's words out of both indices (exactly what ``index_row`` put in)."""
+    fts_delete(conn, seq, fts_fields(owner, source))
+    context_delete(conn, seq, context_fields(owner, source))
+
+
 def fts_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...]) -> None:
     conn.execute(
-        "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text,"
-        " context) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
         (seq, *fields),
     )
 
@@ -250,20 +264,38 @@ def fts_delete(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...
     # A contentless index forgets a row only when given exactly the values it indexed.
     conn.execute(
         "INSERT INTO memories_fts (memories_fts, rowid, owner, text, name, description,"
-        " trigger_text, context) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?)",
+        " trigger_text) VALUES ('delete', ?, ?, ?, ?, ?, ?)",
         (seq, *fields),
     )
 
 
 def fts_fields(owner: str, source: dict[str, Any]) -> tuple[str | None, ...]:
-    fields = (
-        source["text"],
-        source.get("name"),
-        source.get("description"),
-        source.get("trigger"),
-        source.get("context"),
-    )
+    fields = (source["text"], source.get("name"), source.get("description"), source.get("trigger"))
     return (owner, *fields)
+
+
+def context_fields(owner: str, source: dict[str, Any]) -> tuple[str, str] | None:
+    """The row of ``memories_context_fts`` for a document, or None: it has no context."""
+    context = source.get("context")
+    return (owner, context) if context else None
+
+
+def context_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str, str] | None) -> None:
+    if fields is not None:
+        conn.execute(
+            "INSERT INTO memories_context_fts (rowid, owner, context) VALUES (?, ?, ?)",
+            (seq, *fields),
+        )
+
+
+def context_delete(conn: sqlite3.Connection, seq: int, fields: tuple[str, str] | None) -> None:
+    # Only a row that was indexed: a 'delete' of values never inserted would corrupt the stats.
+    if fields is not None:
+        conn.execute(
+            "INSERT INTO memories_context_fts (memories_context_fts, rowid, owner, context)"
+            " VALUES ('delete', ?, ?, ?)",
+            (seq, *fields),
+        )
 
 
 def encode(doc: MemoryDoc, dims: int) -> Encoded:
@@ -287,7 +319,7 @@ def encode(doc: MemoryDoc, dims: int) -> Encoded:
         "embedding": np.asarray(doc.embedding, np.float64).tobytes() if has_vector else None,
         "session_id": doc.session_id if doc.memory_type == "episodic" else None,
     }
-    return Encoded(columns=columns, fts=fts_fields(owner, source))
+    return Encoded(columns=columns, source=source)
 
 
 def decode(source: str, embedding: bytes | None = None) -> MemoryDoc:
