@@ -12,7 +12,7 @@ from datetime import datetime
 
 from memory.engine.types import MemoryDoc
 from memory.services.common import backend, clean_text, store_errors
-from memory.services.turn_context import with_live_context
+from memory.services.turn_context import link_following, with_live_context
 from memory.services.writes import _audit, _personal_doc, _store
 from tenants.models import User
 
@@ -41,7 +41,9 @@ def memory_reply_record(
             timestamp=timestamp,
         )
         # Intent first, create-only: the same path as every write.
-        episode = _store(with_live_context(episode))
+        episode, previous = with_live_context(episode)
+        episode = _store(episode)
+        link_following(previous, episode)
     _audit(
         user,
         "memory.reply",

@@ -101,21 +101,40 @@ def _said(doc: MemoryDoc, parts: Sequence[str]) -> str:
     return f"{speaker}: {doc.text}" if isinstance(speaker, str) and speaker.strip() else doc.text
 
 
-def with_live_context(doc: MemoryDoc) -> MemoryDoc:
+def with_live_context(doc: MemoryDoc) -> tuple[MemoryDoc, MemoryDoc | None]:
     """A live turn's lexical context: the session's newest turn before it, read from the store
-    (one bounded read, only for a turn with a session and ``previous`` in the parts)."""
+    (one bounded read, only for a turn with a session and ``previous`` or ``next`` in the
+    parts). Returns the turn and that previous turn (for ``link_following``)."""
     parts = lexical_parts()
     if doc.memory_type != "episodic" or not parts:
-        return doc
+        return doc, None
     previous = None
-    if "previous" in parts and doc.session_id and doc.user_id:
+    if {"previous", "next"} & set(parts) and doc.session_id and doc.user_id:
         previous = backend().previous_turn(
             tenant_id=doc.tenant_id,
             user_id=doc.user_id,
             session_id=doc.session_id,
             before=doc.timestamp,
         )
-    return with_lexical_context(doc, previous, None, parts)
+    return with_lexical_context(doc, previous, None, parts), previous
+
+
+def link_following(previous: MemoryDoc | None, doc: MemoryDoc) -> None:
+    """With ``next`` in the parts: add live turn ``doc``'s words to the context of the turn
+    before it (one update of that document per turn)."""
+    if previous is None or previous.id == doc.id or "next" not in lexical_parts():
+        return
+
+    def add(current: MemoryDoc) -> dict[str, object]:
+        if doc.id in current.context_ids:  # a retried write: added already
+            return {}
+        words = "\n".join(w for w in (current.context, doc.text[:PREVIOUS_CHARS]) if w)
+        return {
+            "context": words[:CONTEXT_CHARS],
+            "context_ids": [*current.context_ids, doc.id],
+        }
+
+    backend().update(previous, add)
 
 
 def previous_turns(docs: Sequence[MemoryDoc]) -> list[MemoryDoc | None]:

@@ -256,3 +256,28 @@ def test_turns_posted_over_rest_get_their_context_and_answer_their_own_text(
     assert next(h for h in hits if h["id"] == said[1])["text"] == (
         "Karaoke. I've booked a room at Lucky Voice"
     )
+
+
+def test_with_next_a_live_turn_adds_its_words_to_the_turn_before(people, settings) -> None:
+    settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous,next"
+    settings.ATLAS_TURN_CONTEXT_BOOST = 0.5
+    first, asked, answer = (
+        memory_turn_record(
+            user=people.alice,
+            text=text,
+            session_id="chat-1",
+            timestamp=MAY + timedelta(minutes=minute),
+        ).episode
+        for minute, text in enumerate(
+            ["Hiya", "Where are you having your birthday?", "Karaoke at Lucky Voice"]
+        )
+    )
+    stored = {
+        d.id: d for d in backend().get_many(user_read_scope(people.alice), [first.id, asked.id])
+    }
+    assert stored[first.id].context == asked.text
+    assert stored[asked.id].context == f"{first.text}\n{answer.text}"
+    assert stored[asked.id].context_ids == [first.id, answer.id]
+    assert stored[asked.id].text == "Where are you having your birthday?"
+    found = _recall(people, "karaoke")
+    assert [h.doc.id for h in found.hits] == [answer.id, asked.id]

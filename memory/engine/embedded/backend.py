@@ -131,8 +131,11 @@ class EmbeddedBackend(MemoryBackend):
         """Clear the lexical context of the owner's turns that hold a deleted turn's words
         (``MemoryDoc.context_ids``; a context comes from the same session)."""
         sessions = sorted(
-            {s.get("session_id") for s in deleted if s.get("memory_type") == "episodic"}
-            - {None, ""}
+            {
+                str(s["session_id"])
+                for s in deleted
+                if s.get("memory_type") == "episodic" and s.get("session_id")
+            }
         )
         if not sessions:
             return
