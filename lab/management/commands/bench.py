@@ -18,6 +18,7 @@ import random
 import secrets
 import statistics
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,7 @@ class Command(BaseCommand):
 
     def _run_size(self, size: int, rng: random.Random, options: dict[str, Any]) -> dict[str, Any]:
         from memory.plans import RecallPlan
+        from memory.services.common import backend
         from memory.services.recall import memory_recall
         from memory.services.writes import memory_turn_record, memory_write
 
@@ -173,6 +175,17 @@ class Command(BaseCommand):
                 user=user, text=synthetic_text(rng), session_id=f"s{rng.randrange(sessions)}"
             )
             turns.append((time.perf_counter() - mark) * 1000)
+        # The read a turn write adds for its lexical context, alone (memory.services.turn_context).
+        lookups = []
+        for _ in range(options["turns"] * 4):
+            mark = time.perf_counter()
+            backend().previous_turn(
+                tenant_id=user.memory_tenant_id,
+                user_id=user.memory_id,
+                session_id=f"s{rng.randrange(sessions)}",
+                before=datetime.now(UTC),
+            )
+            lookups.append((time.perf_counter() - mark) * 1000)
         queries = [
             f"what did {rng.choice(SUBJECTS)} do with {rng.choice(OBJECTS)}?"
             for _ in range(options["recalls"])
@@ -194,6 +207,7 @@ class Command(BaseCommand):
             "bulk_load_s": round(load_s, 1),
             "write_ms": percentiles(writes),
             "turn_ms": percentiles(turns) if turns else None,
+            "previous_turn_read_ms": percentiles(lookups) if lookups else None,
             "recall_ms_no_rerank": percentiles(plain),
             "recall_ms_rerank": percentiles(with_rerank) if with_rerank else None,
             "recalls_per_second": round(per_second, 1),
@@ -201,7 +215,7 @@ class Command(BaseCommand):
         }
 
     def _bulk_load(self, user: Any, count: int, rng: random.Random) -> None:
-        from datetime import UTC, datetime, timedelta
+        from datetime import timedelta
 
         from memory.services.imports import ImportedMemory, memory_import
 
@@ -226,6 +240,7 @@ class Command(BaseCommand):
         line = (
             f"{run['memories']:>7} memories | write p50 {w['p50']} p95 {w['p95']} ms | "
             f"turn p50 {t['p50']} p95 {t['p95']} ms | "
+            f"previous-turn read p50 {(run['previous_turn_read_ms'] or {}).get('p50', '-')} ms | "
             f"recall p50 {r['p50']} p95 {r['p95']} p99 {r['p99']} ms | "
             f"{run['recalls_per_second']} recalls/s"
         )
