@@ -50,6 +50,8 @@ def test_a_document_round_trips_with_every_field(env, tenant):
         success_count=2,
         last_success_at=NOW - timedelta(days=3),
         version=3,
+        context="the turn before",
+        context_ids=["t0"],
     )
     env.backend.write([doc])
 
