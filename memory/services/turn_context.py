@@ -10,16 +10,18 @@ and what the lexical leg matches, stay the turn's own words.
 the same session), ``speaker`` (``metadata.speaker``), ``date`` (the session day, as words).
 Empty: the turn alone. Measurements: docs/recall-quality.md ("Turn context").
 
-The lexical context (``ATLAS_TURN_LEXICAL_CONTEXT``, parts ``previous``, ``speaker``, ``next``;
-default ``previous``) is the turn's ``MemoryDoc.context``: indexed by both engines in a field of its own that the lexical leg
-matches at ``ATLAS_TURN_CONTEXT_BOOST`` of the text's weight, never returned. "Karaoke. I've
-booked a room" is found for "Where was Maya's birthday party?" through the turn before it,
-which holds "birthday". ``context_ids`` names the turns the words came from: deleting one
-clears the context (the engines do it), so erased words never stay searchable in a neighbour.
-The live write path (``memory_turn_record``, ``memory_reply_record``) reads the session's
-newest turn before the new one (``MemoryBackend.previous_turn``, one bounded read), and with
-``next`` also rewrites that turn's context (one update per turn: off by default, measured as
-not worth it); ``memory_import`` takes both neighbours from the batch. Measurements: docs/recall-quality.md ("A lexical context field for turns").
+The lexical context (``ATLAS_TURN_LEXICAL_CONTEXT``, parts ``previous``, ``speaker``,
+``next``; default ``previous``) is the turn's ``MemoryDoc.context``: indexed by both engines
+in a field of its own that the lexical leg matches at ``ATLAS_TURN_CONTEXT_BOOST`` of the
+text's weight, never returned. "Karaoke. I've booked a room" is found for "Where was Maya's
+birthday party?" through the turn before it, which holds "birthday". ``context_ids`` names the
+turns the words came from: deleting one clears the context (the engines do it), so erased
+words never stay searchable in a neighbour. The live write path (``memory_turn_record``,
+``memory_reply_record``) reads the session's newest turn before the new one
+(``MemoryBackend.previous_turn``, one bounded read), and with ``next`` also rewrites that
+turn's context (one update per turn: off by default, measured as not worth it);
+``memory_import`` takes both neighbours from the batch. Measurements: docs/recall-quality.md
+("A lexical context field for turns").
 """
 
 from __future__ import annotations
