@@ -3,8 +3,8 @@ a turn, and the words its lexical context field is indexed with.
 
 A turn like "We did! She's coming home Saturday" means nothing alone; with the turn before it
 ("Did you go and meet the greyhound?"), its speaker and its date it does. The context goes only
-into the text the turn's vector is computed from: the stored text, and so what recall returns
-and what the lexical leg matches, stay the turn's own words.
+into the text the turn's vector is computed from: the stored text, and so what recall returns,
+stay the turn's own words.
 
 ``ATLAS_TURN_CONTEXT`` names the parts, comma-separated: ``previous`` (the turn before it in
 the same session), ``speaker`` (``metadata.speaker``), ``date`` (the session day, as words).
