@@ -31,6 +31,12 @@ from memory.engine.types import MemoryDoc, MemoryType, UsageBump
 
 Json = dict[str, Any]
 UPDATE_RETRIES = 20
+
+
+class Gone(EngineError):
+    """The document to update is not there (any more)."""
+
+
 NO_REFRESH = "false"
 
 
@@ -151,6 +157,9 @@ def record_usage(
 
 def delete(conn: Connection, doc: MemoryDoc) -> bool:
     index = conn.doc_index(doc)
+    # Before the delete: a failure then leaves the turn for a retry, never its words behind.
+    if doc.user_id is not None and doc.memory_type == "episodic":
+        clear_contexts(conn, doc.tenant_id, doc.user_id, [doc.id])
     try:
         conn.writer.delete(index=index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
     except NotFoundError as exc:
@@ -160,8 +169,6 @@ def delete(conn: Connection, doc: MemoryDoc) -> bool:
     except (ApiError, TransportError) as exc:
         raise failure(f"delete {doc.id}", exc) from exc
     conn.after_write([index])
-    if doc.user_id is not None and doc.memory_type == "episodic":
-        clear_contexts(conn, doc.tenant_id, doc.user_id, [doc.id])
     return True
 
 
@@ -190,7 +197,7 @@ def clear_contexts(conn: Connection, tenant_id: str, user_id: str, ids: list[str
             holder = MemoryDoc.from_source(hit["_source"])
             try:
                 update(conn, holder, _drop_context)
-            except EngineError:
+            except Gone:
                 continue  # deleted meanwhile: nothing left to clear
 
 
@@ -222,6 +229,8 @@ def delete_ids(
     hits = user_hits(conn, tenant_id, user_id, memory_type, ids, len(set(ids)))
     if not hits:
         return []
+    if memory_type == "episodic":  # before the delete, as in ``delete``
+        clear_contexts(conn, tenant_id, user_id, [h["_id"] for h in hits])
     operations: list[Json] = [
         {"delete": {"_index": h["_index"], "_id": h["_id"], "routing": h.get("_routing")}}
         for h in hits
@@ -240,8 +249,6 @@ def delete_ids(
             failures.append(f"{outcome.get('_id')}: {outcome.get('error')}")
     if failures:
         raise EngineError(f"Elasticsearch refused to delete {len(failures)}: {failures}")
-    if deleted and memory_type == "episodic":
-        clear_contexts(conn, tenant_id, user_id, deleted)
     return deleted
 
 
@@ -277,7 +284,7 @@ def _get_versioned(
     try:
         got = conn.writer.get(index=index, id=memory_id, routing=doc_routing)
     except NotFoundError as exc:
-        raise EngineError(f"Memory {memory_id} is gone.") from exc
+        raise Gone(f"Memory {memory_id} is gone.") from exc
     except (ApiError, TransportError) as exc:
         raise failure(f"read {memory_id}", exc) from exc
     return MemoryDoc.from_source(got["_source"]), got["_seq_no"], got["_primary_term"]
