@@ -356,6 +356,12 @@ ATLAS_RECALL_TIME_ANCHOR = env.str("ATLAS_RECALL_TIME_ANCHOR", default="clock")
 # What a conversation turn's vector is computed from besides its text: comma-separated parts of
 # previous (the turn before it in the session), speaker, date (memory/services/turn_context.py).
 ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
+# A turn's lexical context field (indexed, never returned): comma-separated parts of previous
+# (the turn before it in the session), speaker (metadata.speaker), next (the turn after it: a
+# live turn then rewrites the previous turn, measured as not worth it); and its
+# weight against the turn's own text in the lexical leg (memory/services/turn_context.py).
+ATLAS_TURN_LEXICAL_CONTEXT = env.str("ATLAS_TURN_LEXICAL_CONTEXT", default="previous")
+ATLAS_TURN_CONTEXT_BOOST = env.float("ATLAS_TURN_CONTEXT_BOOST", default=0.5)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)

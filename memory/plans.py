@@ -29,6 +29,8 @@ class RecallPlan:
     question that names a time finds that time's memories undecayed); ``time_anchor`` (None:
     ``ATLAS_RECALL_TIME_ANCHOR``): ``clock`` reads time words and decay against recall's
     ``now``, ``history`` against the user's newest memory when that is weeks older.
+    ``context_boost`` (None: ``ATLAS_TURN_CONTEXT_BOOST``) weighs a turn's lexical context
+    field against its text in the lexical leg (0: the context is not searched).
     """
 
     legs: tuple[str, ...] = LEGS
@@ -43,6 +45,7 @@ class RecallPlan:
     decay_scale_days: float | None = None
     window_decay: bool | None = None
     time_anchor: Literal["clock", "history"] | None = None
+    context_boost: float | None = None
 
     def __post_init__(self) -> None:
         if not self.legs or set(self.legs) - set(LEGS):
@@ -51,6 +54,8 @@ class RecallPlan:
             )
         if self.rank_constant is not None and not 0 <= self.rank_constant <= 1000:
             raise ValidationError("rank_constant must be 0-1000.", code="bad_plan")
+        if self.context_boost is not None and not 0.0 <= self.context_boost <= 10.0:
+            raise ValidationError("context_boost must be 0-10.", code="bad_plan")
         if self.candidates is not None and not 1 <= self.candidates <= 1000:
             raise ValidationError("candidates must be 1-1000.", code="bad_plan")
 

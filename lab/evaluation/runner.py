@@ -48,6 +48,14 @@ ABLATIONS = (
     # The defaults before the rule across corpora (docs/recall-quality.md, issue 21).
     Ablation("lexical_weight_0_5", RecallPlan(lexical_weight=0.5)),
     Ablation("clock_anchor", RecallPlan(time_anchor="clock")),  # time words read off the clock
+    # A turn's lexical context field (the previous turn's words) not searched, or weighed
+    # otherwise than ATLAS_TURN_CONTEXT_BOOST (docs/recall-quality.md, "A lexical context").
+    Ablation("no_turn_context", RecallPlan(context_boost=0.0)),
+    Ablation("lexical_only_no_turn_context", RecallPlan(legs=("lexical",), context_boost=0.0)),
+    Ablation("turn_context_0_1", RecallPlan(context_boost=0.1)),
+    Ablation("turn_context_0_25", RecallPlan(context_boost=0.25)),
+    Ablation("turn_context_0_5", RecallPlan(context_boost=0.5)),
+    Ablation("turn_context_1_0", RecallPlan(context_boost=1.0)),
 )
 
 

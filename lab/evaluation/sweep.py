@@ -35,6 +35,8 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     ),
     "window_decay": (True, False),
     "time_anchor": ("clock", "history"),
+    # A turn's lexical context field (the previous turn's words) against its own text.
+    "context_boost": (0.0, 0.1, 0.25, 0.5, 1.0),
 }
 # Where each corpus is asked: at its own ``now``, and the conversations also three years later,
 # as a server's clock reads a history imported with its real dates (the held-out benchmark's
@@ -57,6 +59,7 @@ class Setting:
     decay: tuple[str, float | None, float | None] = ("tenant", None, None)
     window_decay: bool = True
     time_anchor: str = "clock"
+    context_boost: float = 0.5
 
     def plan(self) -> RecallPlan:
         name, offset, scale = self.decay
@@ -69,13 +72,14 @@ class Setting:
             decay_scale_days=scale,
             window_decay=self.window_decay,
             time_anchor=self.time_anchor,  # type: ignore[arg-type]
+            context_boost=self.context_boost,
         )
 
     def label(self) -> str:
         return (
             f"w={self.lexical_weight} c={self.rank_constant} n={self.candidates} "
             f"decay={self.decay[0]} window_decay={self.window_decay} "
-            f"time_anchor={self.time_anchor}"
+            f"time_anchor={self.time_anchor} context_boost={self.context_boost}"
         )
 
 

@@ -115,6 +115,14 @@ class MemoryBackend(ABC):
         by that score, ranks 1-based."""
 
     @abstractmethod
+    def previous_turn(
+        self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
+    ) -> MemoryDoc | None:
+        """User ``user_id``'s newest episode of session ``session_id`` whose ``timestamp`` is
+        at or before ``before`` (one bounded read, the writer's credential), or None: the turn
+        a new turn's lexical context comes from (``memory.services.turn_context``)."""
+
+    @abstractmethod
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:
         """The latest ``timestamp`` among the scope's own episodes and facts (never the
         catalog), or None when it has none: what "recently" means for a history that ended

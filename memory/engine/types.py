@@ -55,6 +55,13 @@ class MemoryDoc:
     # episodic
     session_id: str | None = None
     agent: str | None = None
+    # Index-only: words the lexical leg also matches for this turn (its session neighbour's,
+    # memory.services.turn_context), at a lower weight than ``text``; never shown to a caller
+    # (memory.shapes leaves it out), kept across updates and migrations like any field.
+    # ``context_ids``: the turns those words came from; deleting one of them clears this
+    # turn's context (both engines), so erased words do not stay searchable here.
+    context: str | None = None
+    context_ids: list[str] = field(default_factory=list)
     # semantic
     fact_type: str | None = None
     supersedes: list[str] = field(default_factory=list)
@@ -173,6 +180,9 @@ class LegQuery:
     size: int = 80
     lexical: bool = True
     dense: bool = True
+    # The weight of a turn's lexical context field against its text (``MemoryDoc.context``);
+    # 0: the lexical leg does not search it.
+    context_boost: float = 0.0
 
 
 @dataclass

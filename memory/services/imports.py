@@ -23,7 +23,12 @@ from memory.services.common import (
     new_id,
     store_errors,
 )
-from memory.services.turn_context import previous_turns, turn_embedding_text
+from memory.services.turn_context import (
+    next_turns,
+    previous_turns,
+    turn_embedding_text,
+    with_lexical_context,
+)
 from memory.services.writes import FACT_TYPES, _clean_steps, embedding_text
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -140,18 +145,23 @@ def _build(user: User, item: ImportedMemory) -> MemoryDoc:
 def memory_import(*, user: User, memories: Sequence[ImportedMemory]) -> list[MemoryDoc]:
     """Write ``memories`` as ``user``'s, with their own times; the documents, in order.
 
-    Everything is validated before anything is written; the texts are embedded in one batch
+    A turn's lexical context comes from its session neighbours in the batch
+    (``turn_context.with_lexical_context``). Everything is validated before anything is
+    written; the texts are embedded in one batch
     (as ``memory_write`` and a turn embed them: ``embedding_text``), outside any transaction,
     then written ``WRITE_BATCH`` at a time (one refresh per batch). One audit event counts
     what was imported, per type (never any text)."""
     docs = [_doc(user, item, n) for n, item in enumerate(memories, start=1)]
     if not docs:
         return []
+    previous = previous_turns(docs)
+    for doc, before, after in zip(docs, previous, next_turns(docs), strict=True):
+        with_lexical_context(doc, before, after)
     texts = [
-        turn_embedding_text(d, previous)
+        turn_embedding_text(d, before)
         if d.memory_type == "episodic"
         else embedding_text(d.memory_type, d.text, name=d.name, trigger=d.trigger)
-        for d, previous in zip(docs, previous_turns(docs), strict=True)
+        for d, before in zip(docs, previous, strict=True)
     ]
     with store_errors():
         vectors = embedder().embed(texts)

@@ -144,6 +144,11 @@ def memory_recall(
             size=plan.candidates or settings.ATLAS_RECALL_CANDIDATES,
             lexical="lexical" in legs,
             dense="dense" in legs,
+            context_boost=(
+                settings.ATLAS_TURN_CONTEXT_BOOST
+                if plan.context_boost is None
+                else plan.context_boost
+            ),
         )
         mark = time.perf_counter()
         results = backend().recall_legs(scope, leg_query)

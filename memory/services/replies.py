@@ -12,6 +12,7 @@ from datetime import datetime
 
 from memory.engine.types import MemoryDoc
 from memory.services.common import backend, clean_text, store_errors
+from memory.services.turn_context import link_following, with_live_context
 from memory.services.writes import _audit, _personal_doc, _store
 from tenants.models import User
 
@@ -39,7 +40,10 @@ def memory_reply_record(
             agent=agent,
             timestamp=timestamp,
         )
-        episode = _store(episode)  # intent first, create-only: the same path as every write
+        # Intent first, create-only: the same path as every write.
+        episode, previous = with_live_context(episode)
+        episode = _store(episode)
+        link_following(previous, episode)
     _audit(
         user,
         "memory.reply",

@@ -34,6 +34,7 @@ from memory.services.intents import (
 )
 from memory.services.recall import RecallResult, memory_recall
 from memory.services.scoping import user_read_scope, writer_scope
+from memory.services.turn_context import link_following, with_live_context
 from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -155,7 +156,9 @@ def memory_turn_record(
             agent=agent,
             timestamp=timestamp,
         )
+        episode, previous = with_live_context(episode)
         episode = _store(episode)
+        link_following(previous, episode)
     _audit(
         user,
         "memory.turn",

@@ -165,8 +165,10 @@ def test_a_sweep_setting_is_a_recall_plan() -> None:
         candidates=160,
         decay=("long", 365.0, 3650.0),
         window_decay=False,
+        context_boost=0.25,
     ).plan()
     assert (plan.lexical_weight, plan.rank_constant, plan.candidates) == (1.0, 10, 160)
     assert (plan.decay, plan.decay_offset_days, plan.decay_scale_days) == (True, 365.0, 3650.0)
     assert plan.window_decay is False
+    assert plan.context_boost == 0.25
     assert Setting(decay=("off", None, None)).plan().decay is False

@@ -3,9 +3,12 @@
     python manage.py bench --backend embedded --memories 1000,10000 --json var/bench.json
 
 For each size: loads a synthetic user with that many memories (bulk, embeddings included),
-then times ``--writes`` single writes through ``memory_write`` (embedding included) and
-``--recalls`` recalls through ``memory_recall`` (with and without the reranker when one is
-configured). Prints a table and writes JSON. Figures, not assertions: machines are noisy.
+then times ``--writes`` single writes through ``memory_write`` (embedding included),
+``--turns`` conversation turns through ``memory_turn_record`` (each in a session that has
+turns already: the write reads the session's previous turn for its lexical context, then
+recalls) and ``--recalls`` recalls through ``memory_recall`` (with and without the reranker
+when one is configured). The bulk-loaded episodes are turns of sessions of about 20. Prints a
+table and writes JSON. Figures, not assertions: machines are noisy.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import random
 import secrets
 import statistics
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +51,9 @@ OBJECTS = [
     "the bank card",
 ]
 PLACES = ["Bristol", "Edinburgh", "the office", "home", "the gym", "Lisbon", "the cabin", "school"]
+
+
+SESSION_TURNS = 20  # about this many bulk-loaded episodes per session
 
 
 def synthetic_text(rng: random.Random) -> str:
@@ -111,6 +118,7 @@ class Command(BaseCommand):
         parser.add_argument("--memories", default="1000,10000", help="comma-separated sizes")
         parser.add_argument("--writes", type=int, default=100)
         parser.add_argument("--recalls", type=int, default=200)
+        parser.add_argument("--turns", type=int, default=50)
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--seed", type=int, default=7)
 
@@ -142,8 +150,9 @@ class Command(BaseCommand):
 
     def _run_size(self, size: int, rng: random.Random, options: dict[str, Any]) -> dict[str, Any]:
         from memory.plans import RecallPlan
+        from memory.services.common import backend
         from memory.services.recall import memory_recall
-        from memory.services.writes import memory_write
+        from memory.services.writes import memory_turn_record, memory_write
 
         user = bench_user()
         started = time.perf_counter()
@@ -158,6 +167,25 @@ class Command(BaseCommand):
                 memory_type=rng.choice(["semantic", "procedural"]),
             )
             writes.append((time.perf_counter() - mark) * 1000)
+        turns = []
+        sessions = max(1, size // SESSION_TURNS)
+        for _ in range(options["turns"]):
+            mark = time.perf_counter()
+            memory_turn_record(
+                user=user, text=synthetic_text(rng), session_id=f"s{rng.randrange(sessions)}"
+            )
+            turns.append((time.perf_counter() - mark) * 1000)
+        # The read a turn write adds for its lexical context, alone (memory.services.turn_context).
+        lookups = []
+        for _ in range(options["turns"] * 4):
+            mark = time.perf_counter()
+            backend().previous_turn(
+                tenant_id=user.memory_tenant_id,
+                user_id=user.memory_id,
+                session_id=f"s{rng.randrange(sessions)}",
+                before=datetime.now(UTC),
+            )
+            lookups.append((time.perf_counter() - mark) * 1000)
         queries = [
             f"what did {rng.choice(SUBJECTS)} do with {rng.choice(OBJECTS)}?"
             for _ in range(options["recalls"])
@@ -178,6 +206,8 @@ class Command(BaseCommand):
             "memories": size,
             "bulk_load_s": round(load_s, 1),
             "write_ms": percentiles(writes),
+            "turn_ms": percentiles(turns) if turns else None,
+            "previous_turn_read_ms": percentiles(lookups) if lookups else None,
             "recall_ms_no_rerank": percentiles(plain),
             "recall_ms_rerank": percentiles(with_rerank) if with_rerank else None,
             "recalls_per_second": round(per_second, 1),
@@ -185,25 +215,32 @@ class Command(BaseCommand):
         }
 
     def _bulk_load(self, user: Any, count: int, rng: random.Random) -> None:
-        from datetime import UTC, datetime, timedelta
+        from datetime import timedelta
 
         from memory.services.imports import ImportedMemory, memory_import
 
         now = datetime.now(UTC)
         types = ["episodic", "episodic", "semantic", "procedural"]
+        sessions = max(1, (count + 50) // SESSION_TURNS)
         for start in range(0, max(0, count), 500):
             batch_texts = [synthetic_text(rng) for _ in range(min(500, count - start))]
             memories = []
             for text in batch_texts:
                 when = now - timedelta(days=rng.randint(0, 900))
                 kind = rng.choice(types)
-                memories.append(ImportedMemory(memory_type=kind, text=text, timestamp=when))
+                session = f"s{rng.randrange(sessions)}" if kind == "episodic" else None
+                memories.append(
+                    ImportedMemory(memory_type=kind, text=text, timestamp=when, session_id=session)
+                )
             memory_import(user=user, memories=memories)
 
     def _print(self, run: dict[str, Any]) -> None:
         w, r = run["write_ms"], run["recall_ms_no_rerank"]
+        t = run["turn_ms"] or {"p50": "-", "p95": "-"}
         line = (
             f"{run['memories']:>7} memories | write p50 {w['p50']} p95 {w['p95']} ms | "
+            f"turn p50 {t['p50']} p95 {t['p95']} ms | "
+            f"previous-turn read p50 {(run['previous_turn_read_ms'] or {}).get('p50', '-')} ms | "
             f"recall p50 {r['p50']} p95 {r['p95']} p99 {r['p99']} ms | "
             f"{run['recalls_per_second']} recalls/s"
         )

@@ -175,6 +175,8 @@ class Command(BaseCommand):
             "clock_offset_days": options["clock_offset_days"],
             "time_anchor": settings.ATLAS_RECALL_TIME_ANCHOR,
             "turn_context": settings.ATLAS_TURN_CONTEXT,
+            "turn_lexical_context": settings.ATLAS_TURN_LEXICAL_CONTEXT,
+            "turn_context_boost": settings.ATLAS_TURN_CONTEXT_BOOST,
             "personas": {
                 p.persona: {
                     "corpus": p.corpus,

@@ -59,6 +59,7 @@ class Command(BaseCommand):
                     candidates=settings.ATLAS_RECALL_CANDIDATES,
                     window_decay=settings.ATLAS_RECALL_WINDOW_DECAY,
                     time_anchor=settings.ATLAS_RECALL_TIME_ANCHOR,
+                    context_boost=settings.ATLAS_TURN_CONTEXT_BOOST,
                 )
                 outcome = coordinate_ascent(
                     sweeper, start, rounds=options["rounds"], log=self.stdout.write

@@ -131,6 +131,11 @@ class ElasticsearchBackend(MemoryBackend):
             created_to=created_to,
         )
 
+    def previous_turn(
+        self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
+    ) -> MemoryDoc | None:
+        return writes.previous_turn(self._conn, tenant_id, user_id, session_id, before)
+
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:
         return reads.newest_timestamp(self._conn, scope)
 

@@ -60,6 +60,34 @@ def user_query(tenant_id: str, user_id: str, memory_type: str, among: list[str] 
     return {"bool": {"filter": filters}}
 
 
+def previous_turn_body(tenant_id: str, user_id: str, session_id: str, before: datetime) -> Json:
+    """The newest of the user's episodes of one session at or before ``before``."""
+    filters: list[Json] = [
+        {"term": {"tenant_id": tenant_id}},
+        {"term": {"user_id": user_id}},
+        {"term": {"memory_type": "episodic"}},
+        {"term": {"session_id": session_id}},
+        {"range": {"timestamp": {"lte": before.isoformat()}}},
+    ]
+    return {
+        "size": 1,
+        "track_total_hits": False,
+        "query": {"bool": {"filter": filters}},
+        "sort": [{"timestamp": "desc"}, {"created_at.nanos": "desc"}, {"id": "desc"}],
+        **NO_VECTORS,
+    }
+
+
+def context_holders_query(tenant_id: str, user_id: str, ids: list[str]) -> Json:
+    """The user's turns whose lexical context came from one of ``ids``."""
+    filters: list[Json] = [
+        {"term": {"tenant_id": tenant_id}},
+        {"term": {"user_id": user_id}},
+        {"terms": {"context_ids": ids}},
+    ]
+    return {"bool": {"filter": filters}}
+
+
 def recall_types(scope: ReadScope, flt: RecallFilter) -> tuple[MemoryType, ...]:
     """Personal types from the filter (none for a catalog-only scope), then the catalog."""
     personal = () if scope.user_id is None else tuple(t for t in flt.memory_types if t != "catalog")
@@ -145,7 +173,10 @@ def lexical_body(query: LegQuery, filters: list[Json]) -> Json:
     # The same terms as the embedded backend searches: the analyzer's stop list misses
     # question words ("what", "did", "how", "we"), which otherwise match half the memories.
     terms = " ".join(lexical_terms(query.text))
-    match = {"multi_match": {"query": terms, "fields": LEXICAL_FIELDS, "type": "most_fields"}}
+    fields = list(LEXICAL_FIELDS)
+    if query.context_boost > 0:  # a turn's lexical context, below its own words
+        fields.append(f"context^{query.context_boost:g}")
+    match = {"multi_match": {"query": terms, "fields": fields, "type": "most_fields"}}
     scored = _signals({"bool": {"must": [match], "filter": filters}}, query.ranking, query.now)
     return {"size": query.size, "track_total_hits": False, **LEG_FIELDS, "query": scored}
 

@@ -11,6 +11,7 @@ indices.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,39 @@ def ensure_ready(conn: Connection, *, dims: int) -> None:
         "put the index template",
         lambda: w.indices.put_index_template(name=f"{prefix}-memory", body=template),
     )
+    add_new_fields(conn, component)
+
+
+# Fields added to the mapping after indices were made from it: ``ensure_ready`` puts them into
+# every existing memory index (a strict mapping refuses a document with a field it lacks).
+# ``context`` / ``context_ids``: a turn's lexical context (memory.services.turn_context).
+ADDED_FIELDS = ("context", "context_ids")
+
+
+def add_new_fields(conn: Connection, component: Json) -> None:
+    """Put ``ADDED_FIELDS`` (as the component template maps them) into those of the
+    deployment's existing indices that lack one (a put-mapping once per older index; indices
+    made from the current template have them)."""
+    properties = component["template"]["mappings"]["properties"]
+    added = {name: properties[name] for name in ADDED_FIELDS}
+    mappings = call(
+        "read the index mappings",
+        lambda: conn.writer.indices.get_mapping(
+            index=conn.index_pattern, allow_no_indices=True, expand_wildcards="all"
+        ),
+    )
+    lacking = sorted(
+        index
+        for index, body in mappings.body.items()
+        if set(added) - set(body.get("mappings", {}).get("properties", {}))
+    )
+    for start in range(0, len(lacking), 50):  # a bounded URL per request
+        put = functools.partial(
+            conn.writer.indices.put_mapping,
+            index=",".join(lacking[start : start + 50]),
+            properties=added,
+        )
+        call("add new fields to the memory indices", put)
 
 
 def foreign_indices(conn: Connection) -> dict[str, str]:

@@ -9,20 +9,34 @@ add up to a second per write) and concurrent writers pay for one refresh, not on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from elasticsearch import ApiError, ConflictError, NotFoundError, TransportError
 
 from memory.engine.base import EngineError, UpdateConflict, usage_changes
 from memory.engine.elasticsearch.client import Connection, call, failure
-from memory.engine.elasticsearch.queries import routing, user_query
+from memory.engine.elasticsearch.queries import (
+    NO_VECTORS,
+    context_holders_query,
+    previous_turn_body,
+    routing,
+    user_query,
+)
 from memory.engine.types import MemoryDoc, MemoryType, UsageBump
 
 Json = dict[str, Any]
 UPDATE_RETRIES = 20
+
+
+class Gone(EngineError):
+    """The document to update is not there (any more)."""
+
+
 NO_REFRESH = "false"
 
 
@@ -143,6 +157,9 @@ def record_usage(
 
 def delete(conn: Connection, doc: MemoryDoc) -> bool:
     index = conn.doc_index(doc)
+    # Before the delete: a failure then leaves the turn for a retry, never its words behind.
+    if doc.user_id is not None and doc.memory_type == "episodic":
+        clear_contexts(conn, doc.tenant_id, doc.user_id, [doc.id])
     try:
         conn.writer.delete(index=index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
     except NotFoundError as exc:
@@ -155,6 +172,53 @@ def delete(conn: Connection, doc: MemoryDoc) -> bool:
     return True
 
 
+CONTEXT_HOLDERS = 100  # a turn's context comes from its neighbours: a deleted turn has few
+
+
+def clear_contexts(conn: Connection, tenant_id: str, user_id: str, ids: list[str]) -> None:
+    """Clear the lexical context of the user's turns that hold words of the deleted turns
+    ``ids`` (``MemoryDoc.context_ids``), so erased words are not searchable there."""
+    for start in range(0, len(ids), CONTEXT_HOLDERS):
+        page = ids[start : start + CONTEXT_HOLDERS]
+        body: Json = {
+            "size": CONTEXT_HOLDERS * 2,
+            "track_total_hits": False,
+            "query": context_holders_query(tenant_id, user_id, page),
+            **NO_VECTORS,
+        }
+        search = functools.partial(
+            conn.writer.search,
+            index=conn.index_for(tenant_id, user_id),
+            ignore_unavailable=True,
+            **body,
+        )
+        response = call("find turns holding a deleted turn's words", search)
+        for hit in response["hits"]["hits"]:
+            holder = MemoryDoc.from_source(hit["_source"])
+            try:
+                update(conn, holder, _drop_context)
+            except Gone:
+                continue  # deleted meanwhile: nothing left to clear
+
+
+def _drop_context(current: MemoryDoc) -> dict[str, Any]:
+    return {"context": None, "context_ids": []} if current.context_ids else {}
+
+
+def previous_turn(
+    conn: Connection, tenant_id: str, user_id: str, session_id: str, before: datetime
+) -> MemoryDoc | None:
+    """One bounded search with the writer credential (``MemoryBackend.previous_turn``)."""
+    body = previous_turn_body(tenant_id, user_id, session_id, before)
+    index = conn.index_for(tenant_id, user_id)
+    response = call(
+        "read the previous turn",
+        lambda: conn.writer.search(index=index, routing=user_id, ignore_unavailable=True, **body),
+    )
+    hits = response["hits"]["hits"]
+    return MemoryDoc.from_source(hits[0]["_source"]) if hits else None
+
+
 def delete_ids(
     conn: Connection, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
 ) -> list[str]:
@@ -165,6 +229,8 @@ def delete_ids(
     hits = user_hits(conn, tenant_id, user_id, memory_type, ids, len(set(ids)))
     if not hits:
         return []
+    if memory_type == "episodic":  # before the delete, as in ``delete``
+        clear_contexts(conn, tenant_id, user_id, [h["_id"] for h in hits])
     operations: list[Json] = [
         {"delete": {"_index": h["_index"], "_id": h["_id"], "routing": h.get("_routing")}}
         for h in hits
@@ -218,7 +284,7 @@ def _get_versioned(
     try:
         got = conn.writer.get(index=index, id=memory_id, routing=doc_routing)
     except NotFoundError as exc:
-        raise EngineError(f"Memory {memory_id} is gone.") from exc
+        raise Gone(f"Memory {memory_id} is gone.") from exc
     except (ApiError, TransportError) as exc:
         raise failure(f"read {memory_id}", exc) from exc
     return MemoryDoc.from_source(got["_source"]), got["_seq_no"], got["_primary_term"]

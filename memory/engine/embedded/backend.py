@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,9 +29,9 @@ from memory.engine.embedded.store import (
     decode,
     encode,
     engine_errors,
-    fts_delete,
-    fts_fields,
+    migrate,
     store_rows,
+    unindex_row,
 )
 from memory.engine.types import (
     MEMORY_TYPES,
@@ -64,6 +65,7 @@ class EmbeddedBackend(MemoryBackend):
         with self._store.transaction(write=True) as conn:
             for statement in SCHEMA:
                 conn.execute(statement)
+            migrate(conn)
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('dims', ?)", (self.dims,))
             (dims,) = conn.execute("SELECT value FROM settings WHERE name = 'dims'").fetchone()
         if dims != self.dims:  # another embedding model wrote these vectors
@@ -117,9 +119,38 @@ class EmbeddedBackend(MemoryBackend):
             ).fetchone()
             if row is None:
                 return False
-            fts_delete(conn, row[0], fts_fields(owner, json.loads(row[1])))
+            source = json.loads(row[1])
+            unindex_row(conn, row[0], owner, source)
             bump(conn, owner, purged=True)
+            self._clear_contexts(conn, owner, [source])
         return True
+
+    def _clear_contexts(
+        self, conn: sqlite3.Connection, owner: str, deleted: list[dict[str, Any]]
+    ) -> None:
+        """Clear the lexical context of the owner's turns that hold a deleted turn's words
+        (``MemoryDoc.context_ids``; a context comes from the same session)."""
+        sessions = sorted(
+            {
+                str(s["session_id"])
+                for s in deleted
+                if s.get("memory_type") == "episodic" and s.get("session_id")
+            }
+        )
+        if not sessions:
+            return
+        rows = conn.execute(
+            "SELECT source, embedding FROM memories WHERE owner = ? AND memory_type = 'episodic'"
+            " AND session_id IN (SELECT value FROM json_each(?)) AND EXISTS (SELECT 1 FROM"
+            " json_each(source, '$.context_ids') WHERE value IN (SELECT value FROM json_each(?)))",
+            (owner, json.dumps(sessions), json.dumps([s["id"] for s in deleted])),
+        ).fetchall()
+        cleared = [
+            dataclasses.replace(decode(source, embedding), context=None, context_ids=[])
+            for source, embedding in rows
+        ]
+        if cleared:
+            store_rows(conn, [encode(doc, self.dims) for doc in cleared])
 
     def delete_ids(
         self, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
@@ -132,10 +163,12 @@ class EmbeddedBackend(MemoryBackend):
                 f"DELETE FROM memories WHERE {where} RETURNING seq, id, source",  # noqa: S608
                 params,
             ).fetchall()
-            for seq, _, source in rows:
-                fts_delete(conn, seq, fts_fields(owner, json.loads(source)))
+            sources = [json.loads(source) for _, _, source in rows]
+            for (seq, _, _), source in zip(rows, sources, strict=True):
+                unindex_row(conn, seq, owner, source)
             if rows:
                 bump(conn, owner, purged=True)
+                self._clear_contexts(conn, owner, sources)
         return sorted(row[1] for row in rows)
 
     # --- reads ---------------------------------------------------------------------------------
@@ -192,6 +225,18 @@ class EmbeddedBackend(MemoryBackend):
                 ),
             ).fetchall()
         return [decode(source) for (source,) in rows]
+
+    def previous_turn(
+        self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
+    ) -> MemoryDoc | None:
+        with self._store.transaction() as conn:
+            row = conn.execute(
+                "SELECT source FROM memories WHERE owner = ? AND session_id = ?"
+                " AND timestamp <= ? AND tenant_id = ? AND memory_type = 'episodic'"
+                " ORDER BY timestamp DESC, seq DESC LIMIT 1",
+                (owner_key(tenant_id, user_id), session_id, sortable(before), tenant_id),
+            ).fetchone()
+        return decode(row[0]) if row else None
 
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:
         with self._store.transaction() as conn:

@@ -51,33 +51,39 @@ def _lexical(
     masked: list[tuple[Snapshot, snapshots.Mask]],
     query: LegQuery,
 ) -> list[Candidate]:
-    expression = _match_expression(query.text, owners)
-    if expression is None:
+    terms = lexical_terms(query.text)
+    if not terms or not owners:
         return []
     # Field weights as the Elasticsearch backend's; the owner column only filters.
-    found = conn.execute(
-        "SELECT rowid, -bm25(memories_fts, 0, 1, 0.5, 0.3, 0.5) FROM memories_fts"
-        " WHERE memories_fts MATCH ?",
-        (expression,),
-    ).fetchall()
-    seqs = np.array([seq for seq, _ in found], dtype=np.int64)
-    bm25 = np.array([score for _, score in found], dtype=np.float64)
+    scores: dict[int, float] = dict(
+        conn.execute(
+            "SELECT rowid, -bm25(memories_fts, 0, 1, 0.5, 0.3, 0.5) FROM memories_fts"
+            " WHERE memories_fts MATCH ?",
+            (_match_expression(terms, owners, "{text name description trigger_text}"),),
+        ).fetchall()
+    )
+    boost = max(0.0, float(query.context_boost))
+    if boost > 0.0:
+        # A turn's lexical context, with its own statistics, added at ``context_boost`` (as
+        # Elasticsearch's most_fields sums the fields' scores).
+        for seq, score in conn.execute(
+            "SELECT rowid, -bm25(memories_context_fts, 0, 1) FROM memories_context_fts"
+            " WHERE memories_context_fts MATCH ?",
+            (_match_expression(terms, owners, "context"),),
+        ):
+            scores[seq] = scores.get(seq, 0.0) + boost * score
+    seqs = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+    bm25 = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
     candidates: list[Candidate] = []
     for snapshot, mask in masked:
         candidates += snapshots.lexical_candidates(snapshot, mask, seqs, bm25, query)
     return _top(candidates, query.size)
 
 
-def _match_expression(text: str, owners: list[str]) -> str | None:
-    """An FTS5 query for any of the query's ``lexical_terms`` (each quoted, so user text is
-    never FTS5 syntax) in the text fields of the owners' documents."""
-    terms = lexical_terms(text)
-    if not terms or not owners:
-        return None
-    return (
-        f"owner : ({_any_of(owners)})"
-        f" AND {{text name description trigger_text}} : ({_any_of(terms)})"
-    )
+def _match_expression(terms: list[str], owners: list[str], columns: str) -> str:
+    """An FTS5 query for any of ``terms`` (each quoted, so user text is never FTS5 syntax) in
+    ``columns`` of the owners' documents."""
+    return f"owner : ({_any_of(owners)}) AND {columns} : ({_any_of(terms)})"
 
 
 def _any_of(tokens: list[str]) -> str:

@@ -5,6 +5,16 @@ transactions, encoding documents into rows, and the per-owner snapshots (``snaps
 (float64) and a float32 unit vector for the dense leg. ``memories_fts`` is a contentless FTS5
 index over the text fields plus an ``owner`` token, so a MATCH never leaves the caller's scope.
 ``owners`` counts the writes per owner (a tenant's user, or its catalog).
+
+A turn's lexical context (``MemoryDoc.context``) has an FTS5 table of its own,
+``memories_context_fts`` (rows only for documents with a context): BM25 in FTS5 normalises by
+the length of the whole row, so a context column in ``memories_fts`` would make every turn's
+own words score lower; two tables keep per-field statistics, as Elasticsearch does.
+
+The schema is versioned (``settings.schema``, ``SCHEMA_VERSION``); ``migrate`` brings an older
+store's file up to date in the same transaction as ``ensure_ready``. Version 2 added a turn's
+``session_id`` column (backfilled from the sources, indexed: the live write path reads a
+session's newest turn) and the context table (empty: no version 1 document has a context).
 """
 
 from __future__ import annotations
@@ -28,6 +38,10 @@ from memory.engine.types import MemoryDoc
 
 BUSY_TIMEOUT_S = 5.0
 CACHE_BYTES = 256 * 2**20
+SCHEMA_VERSION = 2
+CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
+        owner, context, content='', tokenize='porter unicode61'
+    )"""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS memories (
@@ -43,6 +57,7 @@ SCHEMA = (
         decay_at REAL,                          -- epoch seconds the decay reads; NULL: exempt
         use_count INTEGER NOT NULL,
         rev INTEGER NOT NULL,                   -- owners.rev of the write that stored the row
+        session_id TEXT,                        -- a turn's session (schema 2; added last there)
         unit BLOB,                              -- float32 unit vector, before the wide columns
         source TEXT NOT NULL,                   -- MemoryDoc.to_source() minus the embedding
         embedding BLOB                          -- float64, exactly as written
@@ -57,26 +72,32 @@ SCHEMA = (
     """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
         owner, text, name, description, trigger_text, content='', tokenize='porter unicode61'
     )""",
+    CONTEXT_TABLE,
+)
+# After ``migrate``: the column it indexes may be new.
+INDEXES = (
+    "CREATE INDEX IF NOT EXISTS memories_owner_session"
+    " ON memories (owner, session_id, timestamp) WHERE session_id IS NOT NULL",
 )
 INSERT = """
     INSERT INTO memories (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
-        superseded_by, decay_at, use_count, rev, unit, source, embedding)
+        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id)
     VALUES (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
-        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding)
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id)
     RETURNING seq
 """
 UPDATE = """
     UPDATE memories SET (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
-        superseded_by, decay_at, use_count, rev, unit, source, embedding)
+        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id)
     = (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
-        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding)
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id)
     WHERE seq = :seq
 """
 
 
 class Encoded(NamedTuple):
     columns: dict[str, Any]
-    fts: tuple[str | None, ...]
+    source: dict[str, Any]
 
 
 class _ThreadConnection(threading.local):
@@ -167,18 +188,46 @@ def store_rows(conn: sqlite3.Connection, docs: list[Encoded]) -> None:
         old = conn.execute(
             "SELECT seq, owner, source FROM memories WHERE id = ?", (columns["id"],)
         ).fetchone()
+        owner = columns["owner"]
         if old is None:
             (seq,) = conn.execute(INSERT, columns).fetchone()
-            fts_insert(conn, seq, doc.fts)
+            index_row(conn, seq, owner, doc.source)
             continue
         seq, old_owner, old_source = old
         conn.execute(UPDATE, columns | {"seq": seq})
-        old_fts = fts_fields(old_owner, json.loads(old_source))
-        if old_fts != doc.fts:
-            fts_delete(conn, seq, old_fts)
-            fts_insert(conn, seq, doc.fts)
+        old = json.loads(old_source)
+        if fts_fields(old_owner, old) != fts_fields(owner, doc.source):
+            fts_delete(conn, seq, fts_fields(old_owner, old))
+            fts_insert(conn, seq, fts_fields(owner, doc.source))
+        if context_fields(old_owner, old) != context_fields(owner, doc.source):
+            context_delete(conn, seq, context_fields(old_owner, old))
+            context_insert(conn, seq, context_fields(owner, doc.source))
         if old_owner != columns["owner"]:
             bump(conn, old_owner, purged=True)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the store's schema to ``SCHEMA_VERSION`` (inside the caller's write transaction,
+    after ``SCHEMA``); the version it was at. A store from before versioning is version 1."""
+    row = conn.execute("SELECT value FROM settings WHERE name = 'schema'").fetchone()
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    version = int(row[0]) if row else (2 if "session_id" in columns else 1)
+    if version < 2:
+        if "session_id" not in columns:
+            conn.execute("ALTER TABLE memories ADD COLUMN session_id TEXT")
+        conn.execute(
+            "UPDATE memories SET session_id = json_extract(source, '$.session_id')"
+            " WHERE memory_type = 'episodic'"
+        )
+        conn.execute(CONTEXT_TABLE)  # SCHEMA made it already; nothing to fill
+    for statement in INDEXES:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO settings VALUES ('schema', ?) ON CONFLICT (name) DO UPDATE SET value ="
+        " excluded.value",
+        (SCHEMA_VERSION,),
+    )
+    return version
 
 
 def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
@@ -189,6 +238,18 @@ def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
         (owner, int(purged)),
     ).fetchone()
     return int(rev)
+
+
+def index_row(conn: sqlite3.Connection, seq: int, owner: str, source: dict[str, Any]) -> None:
+    """Index a new row's words (its text fields, and its lexical context if any)."""
+    fts_insert(conn, seq, fts_fields(owner, source))
+    context_insert(conn, seq, context_fields(owner, source))
+
+
+def unindex_row(conn: sqlite3.Connection, seq: int, owner: str, source: dict[str, Any]) -> None:
+    """Take a deleted row's words out of both indices (exactly what ``index_row`` put in)."""
+    fts_delete(conn, seq, fts_fields(owner, source))
+    context_delete(conn, seq, context_fields(owner, source))
 
 
 def fts_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...]) -> None:
@@ -213,6 +274,30 @@ def fts_fields(owner: str, source: dict[str, Any]) -> tuple[str | None, ...]:
     return (owner, *fields)
 
 
+def context_fields(owner: str, source: dict[str, Any]) -> tuple[str, str] | None:
+    """The row of ``memories_context_fts`` for a document, or None: it has no context."""
+    context = source.get("context")
+    return (owner, context) if context else None
+
+
+def context_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str, str] | None) -> None:
+    if fields is not None:
+        conn.execute(
+            "INSERT INTO memories_context_fts (rowid, owner, context) VALUES (?, ?, ?)",
+            (seq, *fields),
+        )
+
+
+def context_delete(conn: sqlite3.Connection, seq: int, fields: tuple[str, str] | None) -> None:
+    # Only a row that was indexed: a 'delete' of values never inserted would corrupt the stats.
+    if fields is not None:
+        conn.execute(
+            "INSERT INTO memories_context_fts (memories_context_fts, rowid, owner, context)"
+            " VALUES ('delete', ?, ?, ?)",
+            (seq, *fields),
+        )
+
+
 def encode(doc: MemoryDoc, dims: int) -> Encoded:
     source = doc.to_source()
     source.pop("embedding", None)
@@ -232,8 +317,9 @@ def encode(doc: MemoryDoc, dims: int) -> Encoded:
         "unit": unit_vector(doc.embedding, dims).tobytes() if has_vector else None,
         "source": json.dumps(source, ensure_ascii=False),
         "embedding": np.asarray(doc.embedding, np.float64).tobytes() if has_vector else None,
+        "session_id": doc.session_id if doc.memory_type == "episodic" else None,
     }
-    return Encoded(columns=columns, fts=fts_fields(owner, source))
+    return Encoded(columns=columns, source=source)
 
 
 def decode(source: str, embedding: bytes | None = None) -> MemoryDoc:

@@ -50,6 +50,8 @@ def test_a_document_round_trips_with_every_field(env, tenant):
         success_count=2,
         last_success_at=NOW - timedelta(days=3),
         version=3,
+        context="the turn before",
+        context_ids=["t0"],
     )
     env.backend.write([doc])
 
@@ -516,3 +518,116 @@ def test_reads_leave_the_embedding_out(env, tenant):
 
     assert [d.id for d in read] == [doc.id, doc.id]
     assert all(d.embedding is None and d.text == doc.text for d in read)
+
+
+# --- a turn's lexical context (MemoryDoc.context: indexed, matched below the text) -------------
+def _context_legs(env: BackendEnv, tenant: str, text: str, boost: float):
+    query = LegQuery(
+        text=text,
+        vector=vec(0),
+        filter=RecallFilter(),
+        ranking=Ranking(apply_decay=False),
+        now=datetime.now(UTC),
+        context_boost=boost,
+    )
+    return env.backend.recall_legs(env.scope(tenant, "u1"), query)
+
+
+def test_a_turns_context_is_matched_below_its_text_and_never_returned(env, tenant):
+    asked = make_doc(tenant, "u1", "episodic", "Where are you having your birthday?")
+    answer = make_doc(
+        tenant,
+        "u1",
+        "episodic",
+        "Karaoke. I've booked a room at Lucky Voice",
+        session_id="s1",
+        context="Where are you having your birthday?",
+        context_ids=[asked.id],
+    )
+    unrelated = make_doc(tenant, "u1", "episodic", "The boiler is broken again", session_id="s1")
+    env.backend.write([asked, answer, unrelated])
+
+    # Off (boost 0): the context is not searched at all.
+    assert lexical_ids(_context_legs(env, tenant, "birthday party", 0.0)) == [asked.id]
+    # On: the answer is found through its context, below the turn that says the word itself.
+    assert lexical_ids(_context_legs(env, tenant, "birthday party", 0.5)) == [asked.id, answer.id]
+    # The turn's own words still count in full.
+    assert lexical_ids(_context_legs(env, tenant, "karaoke", 0.5)) == [answer.id]
+    got = env.backend.get(env.scope(tenant, "u1"), answer.id)
+    assert got is not None
+    assert got.text == "Karaoke. I've booked a room at Lucky Voice"
+    assert got.context == "Where are you having your birthday?"  # kept for updates, migrations
+
+
+def test_the_previous_turn_is_the_sessions_newest_at_or_before(env, tenant):
+    start = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    first = make_doc(tenant, "u1", "episodic", "one", session_id="s1", when=start)
+    second = make_doc(
+        tenant, "u1", "episodic", "two", session_id="s1", when=start + timedelta(minutes=1)
+    )
+    later = make_doc(
+        tenant, "u1", "episodic", "three", session_id="s1", when=start + timedelta(minutes=5)
+    )
+    other_session = make_doc(
+        tenant, "u1", "episodic", "x", session_id="s2", when=start + timedelta(minutes=2)
+    )
+    other_user = make_doc(
+        tenant, "u2", "episodic", "y", session_id="s1", when=start + timedelta(minutes=2)
+    )
+    env.backend.write([first, second, later, other_session, other_user])
+
+    def previous(moment: datetime, session: str = "s1", user: str = "u1"):
+        found = env.backend.previous_turn(
+            tenant_id=tenant, user_id=user, session_id=session, before=moment
+        )
+        return found.id if found else None
+
+    assert previous(start + timedelta(minutes=3)) == second.id
+    assert previous(start + timedelta(minutes=1)) == second.id  # at: inclusive
+    assert previous(start + timedelta(minutes=10)) == later.id
+    assert previous(start - timedelta(minutes=1)) is None
+    assert previous(start + timedelta(minutes=3), session="s3") is None
+    assert previous(start + timedelta(minutes=3), user="u2") == other_user.id
+
+
+@pytest.mark.parametrize("how", ["delete", "delete_ids"])
+def test_deleting_a_turn_clears_the_context_that_holds_its_words(env, tenant, how):
+    said = make_doc(tenant, "u1", "episodic", "my secret birthday plan", session_id="s1")
+    holder = make_doc(
+        tenant,
+        "u1",
+        "episodic",
+        "sounds good",
+        session_id="s1",
+        context="my secret birthday plan",
+        context_ids=[said.id],
+    )
+    bystander = make_doc(
+        tenant,
+        "u1",
+        "episodic",
+        "ok then",
+        session_id="s1",
+        context="a birthday elsewhere",
+        context_ids=["another-turn"],
+    )
+    env.backend.write([said, holder, bystander])
+    assert set(lexical_ids(_context_legs(env, tenant, "birthday", 0.5))) == {
+        said.id,
+        holder.id,
+        bystander.id,
+    }
+
+    if how == "delete":
+        assert env.backend.delete(said)
+    else:
+        assert env.backend.delete_ids(
+            tenant_id=tenant, user_id="u1", memory_type="episodic", ids=[said.id]
+        ) == [said.id]
+
+    assert lexical_ids(_context_legs(env, tenant, "birthday", 0.5)) == [bystander.id]
+    cleared = env.backend.get(env.scope(tenant, "u1"), holder.id)
+    assert cleared is not None
+    assert (cleared.text, cleared.context, cleared.context_ids) == ("sounds good", None, [])
+    kept = env.backend.get(env.scope(tenant, "u1"), bystander.id)
+    assert kept is not None and kept.context == "a birthday elsewhere"

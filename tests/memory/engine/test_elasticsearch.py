@@ -118,3 +118,42 @@ def test_each_tenant_has_an_index_of_its_own(store, keys, tenant):
     assert client.count(index=store.index_for(tenant, "u1"))["count"] == 1
     assert client.count(index=store.index_for(other, "u1"))["count"] == 1
     assert store.index_for(tenant, "u1") != store.index_for(other, "u1")
+
+
+def test_ensure_ready_adds_the_turn_context_fields_to_an_existing_index(keys, tenant):
+    """An index made from the mapping before the lexical turn context (strict: it would refuse
+    a document with ``context``) gets the new fields from ``ensure_ready`` (put-mapping)."""
+    from memory.engine.elasticsearch.setup import ADDED_FIELDS, load_template
+
+    config = dataclasses.replace(keys.config, index_prefix=keys.config.index_prefix + "-mig")
+    backend = ElasticsearchBackend(config=config, dims=DIMS)
+    index = backend.index_for(tenant, None)
+    old = load_template("memory-component.json", config.index_prefix, DIMS)["template"]
+    for name in ADDED_FIELDS:
+        del old["mappings"]["properties"][name]
+    client = Cluster(config).client
+    client.indices.create(index=index, settings=old["settings"], mappings=old["mappings"])
+    try:
+        turn = make_doc(tenant, "u1", "episodic", "sounds good", context="birthday at the pub")
+        with pytest.raises(EngineError):  # strict: the old mapping refuses the new field
+            backend.write([turn])
+
+        backend.ensure_ready()
+        backend.ensure_ready()  # idempotent
+
+        properties = client.indices.get_mapping(index=index).body[index]["mappings"]["properties"]
+        assert properties["context"] == {"type": "text", "analyzer": "atlas_english"}
+        assert properties["context_ids"] == {"type": "keyword"}
+        backend.write([turn])
+        query = LegQuery(
+            text="birthday",
+            vector=vec(0),
+            filter=RecallFilter(),
+            ranking=Ranking(),
+            now=turn.created_at,
+            context_boost=0.5,
+        )
+        scope = ReadScope(tenant_id=tenant, user_id="u1", isolation="filter")
+        assert [h.id for h in backend.recall_legs(scope, query).lexical] == [turn.id]
+    finally:
+        client.indices.delete(index=index, ignore_unavailable=True)

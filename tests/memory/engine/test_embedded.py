@@ -112,3 +112,104 @@ def test_it_refuses_vectors_of_the_wrong_shape(path):
         legs(backend, "x", vector=[1.0, 0.0])
     with pytest.raises(EngineError):
         backend_at(path, dims=DIMS * 2)  # another embedding model
+
+
+def _as_version_1(path: Path) -> None:
+    """Turn a store into what version 1 wrote: no session column or index, no context table,
+    no schema row."""
+    import sqlite3
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        """
+        DROP INDEX memories_owner_session;
+        ALTER TABLE memories DROP COLUMN session_id;
+        DROP TABLE memories_context_fts;
+        DELETE FROM settings WHERE name = 'schema';
+        """
+    )
+    conn.close()
+
+
+def test_a_version_1_store_is_migrated_in_place(path):
+    import sqlite3
+
+    from memory.engine.embedded.store import SCHEMA_VERSION
+
+    start = NOW - timedelta(hours=1)
+    asked = make_doc("acme", "alice", "episodic", "where is the party", session_id="s1", when=start)
+    fact = make_doc("acme", "alice", "semantic", "likes karaoke")
+    backend_at(path).write([asked, fact])
+    _as_version_1(path)
+
+    migrated = backend_at(path)  # ensure_ready migrates
+
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM settings WHERE name = 'schema'").fetchone() == (
+        SCHEMA_VERSION,
+    )
+    assert dict(conn.execute("SELECT id, session_id FROM memories")) == {
+        asked.id: "s1",
+        fact.id: None,
+    }
+    conn.close()
+    found = migrated.previous_turn(tenant_id="acme", user_id="alice", session_id="s1", before=NOW)
+    assert found is not None and found.id == asked.id
+    answer = make_doc(
+        "acme",
+        "alice",
+        "episodic",
+        "karaoke at Lucky Voice",
+        session_id="s1",
+        when=start + timedelta(minutes=1),
+        context=found.text,
+        context_ids=[found.id],
+    )
+    migrated.write([answer])
+    query = LegQuery(
+        text="party karaoke",
+        vector=vec(0),
+        filter=RecallFilter(),
+        ranking=Ranking(),
+        now=NOW,
+        context_boost=0.5,
+    )
+    assert {h.id for h in migrated.recall_legs(SCOPE, query).lexical} == {
+        asked.id,
+        answer.id,
+        fact.id,
+    }
+    assert migrated.delete(asked)  # clears the answer's context, exactly
+    assert {h.id for h in migrated.recall_legs(SCOPE, query).lexical} == {answer.id, fact.id}
+    assert [h.id for h in legs(migrated, "party").lexical] == []
+    backend_at(path)  # a second ensure_ready changes nothing
+
+
+def test_a_context_is_scored_on_its_own_statistics(path):
+    """The context table's words never change how a turn's own words score (FTS5 normalises
+    BM25 by the whole row's length: one table for both would)."""
+    store = backend_at(path)
+    plain = make_doc("acme", "alice", "episodic", "karaoke tonight")
+    store.write([plain])
+    before = {h.id: h.score for h in legs(store, "karaoke").lexical}
+    store.update(plain, lambda current: {"context": "a long " * 50 + "preceding message"})
+    after = {h.id: h.score for h in legs(store, "karaoke").lexical}
+    assert after == pytest.approx(before)
+
+
+def test_the_previous_turn_read_uses_the_session_index(path):
+    import sqlite3
+
+    backend_at(path)
+    conn = sqlite3.connect(path)
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT source FROM memories WHERE owner = ? AND session_id = ?"
+            " AND timestamp <= ? AND tenant_id = ? AND memory_type = 'episodic'"
+            " ORDER BY timestamp DESC, seq DESC LIMIT 1",
+            ("o", "s", "t", "acme"),
+        )
+    )
+    conn.close()
+    assert "memories_owner_session" in plan
