@@ -32,6 +32,22 @@ def service_missing(what: str) -> None:
 
 # --- Elasticsearch --------------------------------------------------------------------------
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Close any connection pool opened before the test database exists. Importing the served
+    app during collection runs its start-up check, which reaches for the database (refused
+    then); that opens the pool for the configured database, and Django's test-database setup
+    renames the database without closing the pool, so every later connection (migrations
+    included) would go to the real database while workers given the test database's name
+    found it empty."""
+    from django.db import connections
+
+    for conn in connections.all():
+        close_pool = getattr(conn, "close_pool", None)
+        if close_pool is not None:
+            close_pool()
+
+
+@pytest.fixture(scope="session")
 def es_index_prefix() -> str:
     """A private index prefix per test session, so runs never see each other's documents."""
     return f"atlas-test-{secrets.token_hex(4)}"
