@@ -5,8 +5,6 @@ The tenant dashboard gains the agent activity panel (registered in ``AgentsConfi
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -21,14 +19,10 @@ from tenants.admin.dashboard import Panel, render_panel
 from tenants.admin.site import site
 from tenants.admin.tokens import token_issued_page
 from tenants.models import Tenant
-from tenants.scoping import request_scope
 
 
 class ScopedInline(ReadOnlyInline):
     """Rows of an object whose page the operator already reached through its scoped admin."""
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request_scope(request) is not None
 
 
 class PresenceInline(ScopedInline):

@@ -139,6 +139,13 @@ class ForgetRequestAdmin(ScopedModelAdmin):
     inlines = [ErasureProgressInline]
     actions = ["retry_failed"]
 
+    def get_inlines(self, request: HttpRequest, obj: ForgetRequest | None) -> list[Any]:
+        # Progress rows exist once the job has started: before that the inline would be an
+        # empty bar under the request.
+        if obj is None or not obj.progress.exists():
+            return []
+        return list(self.inlines)
+
     @admin.display(description="user")
     def subject(self, request: ForgetRequest) -> str:
         return request.user.external_id if request.user else f"(deleted user #{request.user_ref})"

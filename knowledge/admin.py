@@ -4,22 +4,15 @@ agents' own notes: operators read it, they do not edit it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from knowledge.models import Edge, Entity, ReconcileRun, Revision
 from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
 from tenants.admin.site import site
-from tenants.scoping import request_scope
 
 
 class ScopedInline(ReadOnlyInline):
     """Rows of an entity whose page the operator already reached through its scoped admin."""
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return request_scope(request) is not None
 
 
 class RevisionInline(ScopedInline):

@@ -53,6 +53,11 @@ class ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 0
     can_delete = False
 
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Rows of an object whose page the operator already reached through its scoped admin
+        # (Django's own check asks for a model permission no operator holds).
+        return request_scope(request) is not None
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 

@@ -223,3 +223,20 @@ def test_the_receipt_page_shows_counts_and_ids_only(
     # The user by the id the operator knows, not by a key of Atlas's own.
     named = '<p id="receipt-user">User <strong>alice</strong> of Acme.</p>'
     assert named in receipt.content.decode()
+
+
+def test_progress_per_index_shows_once_the_job_has_started(
+    alice, acme_admin, acme_client, django_capture_on_commit_callbacks
+):
+    memory_write(user=alice, text="Alice's dog is called Rex", memory_type="semantic")
+    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    pending = acme_client.get(url("change", request.pk)).content.decode()
+    with django_capture_on_commit_callbacks():
+        acme_client.post(url("approve", request.pk), {"confirm": "yes"})
+    forget_request_execute(request_id=request.pk)
+
+    done = acme_client.get(url("change", request.pk)).content.decode()
+
+    # Before the job: no empty "progress" bar; after it, the row per index with its count.
+    assert "erasure progress per index" not in pending.lower()
+    assert "erasure progress per index" in done.lower() and "semantic" in done
