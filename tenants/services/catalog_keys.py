@@ -31,8 +31,10 @@ from tenants.services.deployment import deployment_id
 from tenants.services.scoped_keys import (
     READER_PRIVILEGES,
     forget_orphan,
+    invalidate_pending,
     key_lifetime,
     mark_invalidated,
+    mark_pending_invalidation,
 )
 
 logger = logging.getLogger(__name__)
@@ -195,35 +197,12 @@ def catalog_keys_withdraw(*, tenants: Sequence[Tenant]) -> int:
     """Invalidate the live catalog keys of ``tenants`` (suspended) at once: the rows leave
     ``active`` first, then one cluster call; if it fails they stay "invalidation pending" and
     the renew task retries. Returns how many the cluster invalidated."""
-    with transaction.atomic():
-        keys = list(
-            CatalogKey.objects.select_for_update().filter(
-                tenant__in=list(tenants),
-                status__in=[CatalogKey.Status.ACTIVE, CatalogKey.Status.PENDING_INVALIDATION],
-            )
-        )
-        for key in keys:
-            key.status = CatalogKey.Status.PENDING_INVALIDATION
-            key.save(update_fields=["status"])
+    keys = mark_pending_invalidation(CatalogKey.objects.filter(tenant__in=list(tenants)))
     return _invalidate_pending(keys)
 
 
-def _invalidate_pending(keys: list[CatalogKey]) -> int:
-    if not keys:
-        return 0
-    cluster = get_cluster()
-    if cluster is None:
-        return 0
-    try:
-        cluster.invalidate_api_keys([k.key_id for k in keys])
-    except ClusterUnavailable:
-        logger.warning("catalog keys left pending invalidation", extra={"keys": len(keys)})
-        return 0
-    with transaction.atomic():
-        for key in keys:
-            mark_invalidated(key)
-            _audit("catalog_key.invalidate", key)
-    return len(keys)
+def _invalidate_pending(keys: Sequence[CatalogKey]) -> int:
+    return invalidate_pending(keys, audit=lambda key: _audit("catalog_key.invalidate", key))
 
 
 def catalog_key_restore(*, tenant: Tenant) -> CatalogKey | None:

@@ -8,13 +8,14 @@ to every query as well; the key is what makes the cluster enforce them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from atlas_platform.cluster import ApiKey, Cluster, get_cluster, require_cluster
@@ -25,6 +26,8 @@ from tenants.services.audit import audit_record
 from tenants.services.deployment import deployment_id
 
 logger = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=ClusterKey)
 
 
 def dls_query(*, tenant_id: str, user_id: str) -> dict[str, Any]:
@@ -236,20 +239,28 @@ def scoped_keys_withdraw(*, users: list[User]) -> int:
     them whatever the cluster does next; then one cluster call invalidates them all. If that
     call fails the rows stay "invalidation pending" and ``scoped_keys_renew`` retries them.
     Returns how many keys the cluster invalidated."""
-    with transaction.atomic():
-        keys = list(
-            ScopedKey.objects.select_for_update().filter(
-                user__in=users,
-                status__in=[ScopedKey.Status.ACTIVE, ScopedKey.Status.PENDING_INVALIDATION],
-            )
-        )
-        for key in keys:
-            key.status = ScopedKey.Status.PENDING_INVALIDATION
-            key.save(update_fields=["status"])
+    keys = mark_pending_invalidation(ScopedKey.objects.filter(user__in=users))
     return _invalidate_pending(keys)
 
 
-def _invalidate_pending(keys: list[ScopedKey]) -> int:
+def mark_pending_invalidation(live: QuerySet[K]) -> list[K]:
+    """Take the active or pending keys among ``live`` out of ``active``, in one transaction
+    (the platform stops reading with them whatever the cluster does next)."""
+    with transaction.atomic():
+        keys = list(
+            live.select_for_update().filter(
+                status__in=[ClusterKey.Status.ACTIVE, ClusterKey.Status.PENDING_INVALIDATION]
+            )
+        )
+        for key in keys:
+            key.status = ClusterKey.Status.PENDING_INVALIDATION
+            key.save(update_fields=["status"])
+    return keys
+
+
+def invalidate_pending(keys: Sequence[K], *, audit: Callable[[K], None]) -> int:
+    """One cluster call invalidating ``keys``; then each is marked and audited. If the call
+    fails they stay "invalidation pending" for the renew task. Returns how many it did."""
     if not keys:
         return 0
     cluster = get_cluster()
@@ -263,14 +274,22 @@ def _invalidate_pending(keys: list[ScopedKey]) -> int:
     with transaction.atomic():
         for key in keys:
             mark_invalidated(key)
-            audit_record(
-                action="key.invalidate",
-                tenant=key.user.tenant,
-                subject_user=key.user,
-                target=key,
-                metadata={"key_id": key.key_id},
-            )
+            audit(key)
     return len(keys)
+
+
+def _invalidate_pending(keys: Sequence[ScopedKey]) -> int:
+    return invalidate_pending(keys, audit=_audit_invalidated)
+
+
+def _audit_invalidated(key: ScopedKey) -> None:
+    audit_record(
+        action="key.invalidate",
+        tenant=key.user.tenant,
+        subject_user=key.user,
+        target=key,
+        metadata={"key_id": key.key_id},
+    )
 
 
 def scoped_keys_restore(*, users: list[User]) -> int:
