@@ -362,6 +362,11 @@ ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
 # weight against the turn's own text in the lexical leg (memory/services/turn_context.py).
 ATLAS_TURN_LEXICAL_CONTEXT = env.str("ATLAS_TURN_LEXICAL_CONTEXT", default="previous")
 ATLAS_TURN_CONTEXT_BOOST = env.float("ATLAS_TURN_CONTEXT_BOOST", default=0.5)
+# Recall's session spread: each of the fused head's turns lends this share of its score to the
+# turns around it in its session (0: off), up to this many turns each way
+# (memory.fusion.spread_to_neighbours; docs/recall-quality.md, "Session spread").
+ATLAS_RECALL_SESSION_SPREAD = env.float("ATLAS_RECALL_SESSION_SPREAD", default=0.25)
+ATLAS_RECALL_SESSION_DEPTH = env.int("ATLAS_RECALL_SESSION_DEPTH", default=2)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)

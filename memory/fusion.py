@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from memory.engine.types import LegHit
+from memory.engine.types import LegHit, Neighbours
 
 # Smaller than the source design's 30, which ranks a pool for a cross-encoder to reorder. With
 # no reranker (the default: none ships in a registry package) the fused order is what recall
@@ -45,6 +45,45 @@ def rrf(
             entry.leg_ranks[leg] = hit.rank
             entry.leg_scores[leg] = hit.score
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
+
+
+def spread_to_neighbours(
+    fused: list[Fused], neighbours: dict[str, Neighbours], *, weight: float
+) -> list[Fused]:
+    """``fused`` with every turn in ``neighbours`` lending ``weight`` times its fused score to
+    the turns around it in its session, divided by their distance (the turn next to it gets
+    all of that, the one after that half), best first again.
+
+    A conversation says a thing across turns: "They cut the whole data team today" is what the
+    question asks about, "Oh Sam, I'm so sorry" (the turn after it) is what holds its name,
+    and "The doctor said my blood pressure was high, so" answers why coffee stopped, two turns
+    after "I've quit coffee". A turn next to strong hits is likely part of the same exchange.
+    Bonuses are computed from the fused scores before any is added (a turn does not lend what
+    it borrowed), and a turn no leg found joins the candidates with its bonus alone. A turn
+    that borrowed carries ``leg_ranks["session"]``: the fused rank of the best turn that lent
+    to it (``leg_scores["session"]``: the bonus)."""
+    if weight <= 0.0 or not neighbours:
+        return fused
+    ranks = {f.id: n for n, f in enumerate(fused, start=1)}
+    lent: dict[str, tuple[float, int]] = {}
+    for f in fused:
+        around = neighbours.get(f.id)
+        if around is None:
+            continue
+        for side in (around.before, around.after):
+            for distance, neighbour in enumerate(side, start=1):
+                bonus, best = lent.get(neighbour, (0.0, ranks[f.id]))
+                lent[neighbour] = (bonus + weight * f.score / distance, min(best, ranks[f.id]))
+    spread = {f.id: f for f in fused}
+    for memory_id, (bonus, best) in lent.items():
+        before = spread.get(memory_id) or Fused(id=memory_id, score=0.0)
+        spread[memory_id] = replace(
+            before,
+            score=before.score + bonus,
+            leg_ranks={**before.leg_ranks, "session": best},
+            leg_scores={**before.leg_scores, "session": round(bonus, 6)},
+        )
+    return sorted(spread.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
 
 
 def rank_score(leg_ranks: dict[str, int], *, rank_constant: int = RRF_RANK_CONSTANT) -> float:

@@ -31,6 +31,9 @@ class RecallPlan:
     ``now``, ``history`` against the user's newest memory when that is weeks older.
     ``context_boost`` (None: ``ATLAS_TURN_CONTEXT_BOOST``) weighs a turn's lexical context
     field against its text in the lexical leg (0: the context is not searched).
+    ``session_spread`` / ``session_depth`` (None: ``ATLAS_RECALL_SESSION_SPREAD`` /
+    ``ATLAS_RECALL_SESSION_DEPTH``): the share of its fused score each turn at the head lends
+    to the turns up to ``session_depth`` away in its session (0: no spread).
     """
 
     legs: tuple[str, ...] = LEGS
@@ -46,6 +49,8 @@ class RecallPlan:
     window_decay: bool | None = None
     time_anchor: Literal["clock", "history"] | None = None
     context_boost: float | None = None
+    session_spread: float | None = None
+    session_depth: int | None = None
 
     def __post_init__(self) -> None:
         if not self.legs or set(self.legs) - set(LEGS):
@@ -56,6 +61,10 @@ class RecallPlan:
             raise ValidationError("rank_constant must be 0-1000.", code="bad_plan")
         if self.context_boost is not None and not 0.0 <= self.context_boost <= 10.0:
             raise ValidationError("context_boost must be 0-10.", code="bad_plan")
+        if self.session_spread is not None and not 0.0 <= self.session_spread <= 1.0:
+            raise ValidationError("session_spread must be 0-1.", code="bad_plan")
+        if self.session_depth is not None and not 0 <= self.session_depth <= 10:
+            raise ValidationError("session_depth must be 0-10.", code="bad_plan")
         if self.candidates is not None and not 1 <= self.candidates <= 1000:
             raise ValidationError("candidates must be 1-1000.", code="bad_plan")
 

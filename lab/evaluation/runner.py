@@ -56,6 +56,15 @@ ABLATIONS = (
     Ablation("turn_context_0_25", RecallPlan(context_boost=0.25)),
     Ablation("turn_context_0_5", RecallPlan(context_boost=0.5)),
     Ablation("turn_context_1_0", RecallPlan(context_boost=1.0)),
+    # The session spread (a turn at the head lends to the turns around it) off, or weighed or
+    # reaching otherwise than ATLAS_RECALL_SESSION_SPREAD / _DEPTH ("Session spread").
+    Ablation("no_session_spread", RecallPlan(session_spread=0.0)),
+    Ablation("session_spread_0_1", RecallPlan(session_spread=0.1)),
+    Ablation("session_spread_0_5", RecallPlan(session_spread=0.5)),
+    Ablation("session_depth_1", RecallPlan(session_depth=1)),
+    Ablation("session_depth_3", RecallPlan(session_depth=3)),
+    Ablation("lexical_only_no_session_spread", RecallPlan(legs=("lexical",), session_spread=0.0)),
+    Ablation("dense_only_no_session_spread", RecallPlan(legs=("dense",), session_spread=0.0)),
 )
 
 

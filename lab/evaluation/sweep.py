@@ -37,6 +37,10 @@ KNOBS: dict[str, tuple[Any, ...]] = {
     "time_anchor": ("clock", "history"),
     # A turn's lexical context field (the previous turn's words) against its own text.
     "context_boost": (0.0, 0.1, 0.25, 0.5, 1.0),
+    # The share of its fused score a turn at the head lends to its session neighbours, and how
+    # far (memory.fusion.spread_to_neighbours).
+    "session_spread": (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5),
+    "session_depth": (1, 2, 3),
 }
 # Where each corpus is asked: at its own ``now``, and the conversations also three years later,
 # as a server's clock reads a history imported with its real dates (the held-out benchmark's
@@ -60,6 +64,8 @@ class Setting:
     window_decay: bool = True
     time_anchor: str = "clock"
     context_boost: float = 0.5
+    session_spread: float = 0.25
+    session_depth: int = 2
 
     def plan(self) -> RecallPlan:
         name, offset, scale = self.decay
@@ -73,13 +79,16 @@ class Setting:
             window_decay=self.window_decay,
             time_anchor=self.time_anchor,  # type: ignore[arg-type]
             context_boost=self.context_boost,
+            session_spread=self.session_spread,
+            session_depth=self.session_depth,
         )
 
     def label(self) -> str:
         return (
             f"w={self.lexical_weight} c={self.rank_constant} n={self.candidates} "
             f"decay={self.decay[0]} window_decay={self.window_decay} "
-            f"time_anchor={self.time_anchor} context_boost={self.context_boost}"
+            f"time_anchor={self.time_anchor} context_boost={self.context_boost} "
+            f"session_spread={self.session_spread} session_depth={self.session_depth}"
         )
 
 

@@ -19,6 +19,7 @@ from memory.engine.types import (
     LegResults,
     MemoryDoc,
     MemoryType,
+    Neighbours,
     Ranking,
     ReadScope,
     UsageBump,
@@ -121,6 +122,23 @@ class MemoryBackend(ABC):
         """User ``user_id``'s newest episode of session ``session_id`` whose ``timestamp`` is
         at or before ``before`` (one bounded read, the writer's credential), or None: the turn
         a new turn's lexical context comes from (``memory.services.turn_context``)."""
+
+    @abstractmethod
+    def session_neighbours(
+        self,
+        scope: ReadScope,
+        memory_ids: list[str],
+        *,
+        depth: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, Neighbours]:
+        """For each of ``memory_ids`` that is one of the scope user's own episodes with a
+        session id: the ids of up to ``depth`` turns of that session with an earlier
+        ``timestamp`` and up to ``depth`` with a later one, nearest first (turns at the same
+        instant are neither), inside ``since`` / ``until`` when given. Any other id is left
+        out. Bounded reads with the scope's credential: what recall's session spread
+        (``memory.fusion.spread_to_neighbours``) reads."""
 
     @abstractmethod
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:

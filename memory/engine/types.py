@@ -196,6 +196,14 @@ class LegHit:
     superseded_by: str | None = None  # the fact that replaced it (legs that include superseded)
 
 
+@dataclass(frozen=True)
+class Neighbours:
+    """The turns around one episode in its session, nearest first (``session_neighbours``)."""
+
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+
+
 @dataclass
 class LegResults:
     lexical: list[LegHit] = field(default_factory=list)

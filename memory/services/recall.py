@@ -21,7 +21,7 @@ from memory.engine.types import (
     ReadScope,
     RecallFilter,
 )
-from memory.fusion import Fused, credit_successors, leg_confidence, rrf
+from memory.fusion import Fused, credit_successors, leg_confidence, rrf, spread_to_neighbours
 from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
 from memory.query import TimeWindow, parse_time_window
 from memory.rerank import default_reranker, rerank
@@ -186,6 +186,26 @@ def memory_recall(
         f for f in rrf(fusion_legs, weights=weights, rank_constant=constant) if f.id not in excluded
     ]
     timings["fuse_ms"] = _since(mark)
+    spread = (
+        settings.ATLAS_RECALL_SESSION_SPREAD if plan.session_spread is None else plan.session_spread
+    )
+    depth = (
+        settings.ATLAS_RECALL_SESSION_DEPTH if plan.session_depth is None else plan.session_depth
+    )
+    if spread > 0 and depth > 0 and "episodic" in types and fused:
+        mark = time.perf_counter()
+        with store_errors():
+            around = backend().session_neighbours(
+                scope,
+                [f.id for f in fused[:SPREAD_HEAD]],
+                depth=depth,
+                since=since,
+                until=until,
+            )
+        fused = [
+            f for f in spread_to_neighbours(fused, around, weight=spread) if f.id not in excluded
+        ]
+        timings["spread_ms"] = _since(mark)
     reranker = default_reranker() if plan.rerank else None
     mark = time.perf_counter()
     # A reranker reads every candidate; otherwise only the head of the fused list is returned.
@@ -223,6 +243,10 @@ def memory_recall(
         time_window=window,
     )
 
+
+# The fused head whose turns lend to their session neighbours (spread_to_neighbours): a page
+# and then some, two bounded reads per turn on Elasticsearch.
+SPREAD_HEAD = 20
 
 # Read a few more than k: a document forgotten (or superseded) between the legs and the read
 # drops out, and the next one takes its place.

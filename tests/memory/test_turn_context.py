@@ -143,6 +143,8 @@ def test_the_next_turn_is_the_one_after_in_the_same_session() -> None:
 
 
 def _recall(people, query: str, **kw):
+    # The lexical leg alone and no session spread: what the context field itself finds.
+    kw.setdefault("session_spread", 0.0)
     return memory_recall(
         user=people.alice,
         query=query,

@@ -60,6 +60,8 @@ class Command(BaseCommand):
                     window_decay=settings.ATLAS_RECALL_WINDOW_DECAY,
                     time_anchor=settings.ATLAS_RECALL_TIME_ANCHOR,
                     context_boost=settings.ATLAS_TURN_CONTEXT_BOOST,
+                    session_spread=settings.ATLAS_RECALL_SESSION_SPREAD,
+                    session_depth=settings.ATLAS_RECALL_SESSION_DEPTH,
                 )
                 outcome = coordinate_ascent(
                     sweeper, start, rounds=options["rounds"], log=self.stdout.write

@@ -32,6 +32,7 @@ from memory.engine.types import (
     LegResults,
     MemoryDoc,
     MemoryType,
+    Neighbours,
     ReadScope,
     UsageBump,
 )
@@ -135,6 +136,19 @@ class ElasticsearchBackend(MemoryBackend):
         self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
     ) -> MemoryDoc | None:
         return writes.previous_turn(self._conn, tenant_id, user_id, session_id, before)
+
+    def session_neighbours(
+        self,
+        scope: ReadScope,
+        memory_ids: list[str],
+        *,
+        depth: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, Neighbours]:
+        return reads.session_neighbours(
+            self._conn, scope, memory_ids, depth=depth, since=since, until=until
+        )
 
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:
         return reads.newest_timestamp(self._conn, scope)

@@ -33,6 +33,7 @@ from memory.engine.types import (
     LegResults,
     MemoryDoc,
     MemoryType,
+    Neighbours,
     ReadScope,
     RecallFilter,
 )
@@ -157,6 +158,92 @@ def newest_timestamp(conn: Connection, scope: ReadScope) -> datetime | None:
     # No index yet for the scope (a tenant that never wrote): no aggregations in the answer.
     value = response.get("aggregations", {}).get("newest", {}).get("value_as_string")
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def session_neighbours(
+    conn: Connection,
+    scope: ReadScope,
+    memory_ids: list[str],
+    *,
+    depth: int,
+    since: datetime | None,
+    until: datetime | None,
+) -> dict[str, Neighbours]:
+    """Two round trips: the turns' sessions and times, then one msearch of two bounded
+    searches per turn (the ``depth`` before it, the ``depth`` after it)."""
+    if scope.user_id is None or not memory_ids or depth < 1:
+        return {}
+    mine: list[Json] = [
+        {"term": {"tenant_id": scope.tenant_id}},
+        {"term": {"user_id": scope.user_id}},
+        {"term": {"memory_type": "episodic"}},
+    ]
+    when = {"field": "timestamp", "format": "strict_date_optional_time"}
+    body: Json = {
+        "size": len(set(memory_ids)),
+        "track_total_hits": False,
+        "_source": False,
+        "docvalue_fields": ["id", "session_id", when],
+        "query": {
+            "bool": {
+                "filter": [
+                    {"ids": {"values": memory_ids}},
+                    *mine,
+                    {"exists": {"field": "session_id"}},
+                ]
+            }
+        },
+    }
+    turns = [
+        (h["fields"]["id"][0], h["fields"]["session_id"][0], h["fields"]["timestamp"][0])
+        for h in conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    ]
+    if not turns:
+        return {}
+    header: Json = {
+        "index": conn.scope_indices(scope),
+        "routing": scope_routing(scope),
+        "ignore_unavailable": True,
+    }
+    # An explicit range is a filter of its own: one range may not hold both "lt" and "lte".
+    explicit = {
+        bound: moment.isoformat() for bound, moment in (("gte", since), ("lte", until)) if moment
+    }
+    bounds: list[Json] = [{"range": {"timestamp": explicit}}] if explicit else []
+    searches: list[Json] = []
+    for _, session_id, at in turns:
+        for op, order in (("lt", "desc"), ("gt", "asc")):
+            around: Json = {
+                "size": depth,
+                "track_total_hits": False,
+                "_source": False,
+                "docvalue_fields": ["id"],
+                "query": {
+                    "bool": {
+                        "filter": [
+                            *mine,
+                            {"term": {"session_id": session_id}},
+                            {"range": {"timestamp": {op: at}}},
+                            *bounds,
+                        ]
+                    }
+                },
+                "sort": [{"timestamp": order}, {"created_at.nanos": order}, {"id": order}],
+            }
+            searches.extend((header, around))
+    response = conn.read(
+        scope, "session neighbours", lambda client: client.msearch(searches=searches)
+    )
+    answers = response["responses"]
+    found: dict[str, Neighbours] = {}
+    for n, (memory_id, _, _) in enumerate(turns):
+        sides = []
+        for answer in answers[2 * n : 2 * n + 2]:
+            if "error" in answer:
+                raise EngineError(f"Elasticsearch failed a session read: {answer['error']}")
+            sides.append(tuple(h["fields"]["id"][0] for h in answer["hits"]["hits"]))
+        found[memory_id] = Neighbours(before=sides[0], after=sides[1])
+    return found
 
 
 def count(conn: Connection, scope: ReadScope) -> dict[str, int]:

@@ -41,6 +41,7 @@ from memory.engine.types import (
     LegResults,
     MemoryDoc,
     MemoryType,
+    Neighbours,
     ReadScope,
     RecallFilter,
 )
@@ -237,6 +238,46 @@ class EmbeddedBackend(MemoryBackend):
                 (owner_key(tenant_id, user_id), session_id, sortable(before), tenant_id),
             ).fetchone()
         return decode(row[0]) if row else None
+
+    def session_neighbours(
+        self,
+        scope: ReadScope,
+        memory_ids: list[str],
+        *,
+        depth: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, Neighbours]:
+        if scope.user_id is None or not memory_ids or depth < 1:
+            return {}
+        owner = owner_key(scope.tenant_id, scope.user_id)
+        # Bounds as one clause each, always bound: an absent bound is the widest text.
+        low, high = sortable(since) if since else "", sortable(until) if until else "\uffff"
+        around = (
+            "SELECT id FROM memories WHERE owner = ? AND session_id = ?"
+            " AND memory_type = 'episodic' AND timestamp {op} ? AND timestamp >= ?"
+            " AND timestamp <= ? ORDER BY timestamp {order}, seq {order} LIMIT ?"
+        )
+        earlier = around.format(op="<", order="DESC")
+        later = around.format(op=">", order="ASC")
+        found: dict[str, Neighbours] = {}
+        with self._store.transaction() as conn:
+            turns = conn.execute(
+                # CROSS JOIN: look each id up by the unique index (SQLite would otherwise walk
+                # the owner's whole session index for the other terms: 16 ms at 10k).
+                "SELECT memories.id, session_id, timestamp FROM json_each(?) AS wanted"
+                " CROSS JOIN memories ON memories.id = wanted.value"
+                " WHERE owner = ? AND tenant_id = ?"
+                " AND memory_type = 'episodic' AND session_id IS NOT NULL",
+                (json.dumps(memory_ids), owner, scope.tenant_id),
+            ).fetchall()
+            for memory_id, session_id, at in turns:
+                bounds = (owner, session_id, at, low, high, depth)
+                found[memory_id] = Neighbours(
+                    before=tuple(row[0] for row in conn.execute(earlier, bounds)),
+                    after=tuple(row[0] for row in conn.execute(later, bounds)),
+                )
+        return found
 
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:
         with self._store.transaction() as conn:
