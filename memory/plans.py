@@ -34,6 +34,8 @@ class RecallPlan:
     ``session_spread`` / ``session_depth`` (None: ``ATLAS_RECALL_SESSION_SPREAD`` /
     ``ATLAS_RECALL_SESSION_DEPTH``): the share of its fused score each turn at the head lends
     to the turns up to ``session_depth`` away in its session (0: no spread).
+    ``strip_time_phrase``: the dense legs embed the query without the time phrase its window
+    was read from (``memory.query.without_time_phrase``; the lexical legs keep every word).
     """
 
     legs: tuple[str, ...] = LEGS
@@ -51,6 +53,7 @@ class RecallPlan:
     context_boost: float | None = None
     session_spread: float | None = None
     session_depth: int | None = None
+    strip_time_phrase: bool = False
 
     def __post_init__(self) -> None:
         if not self.legs or set(self.legs) - set(LEGS):

@@ -198,6 +198,18 @@ def _window(kind: str, match: re.Match[str], now: datetime, text: str) -> TimeWi
     return None
 
 
+def without_time_phrase(text: str, window: TimeWindow | None) -> str:
+    """``text`` less the words its time window was read from ("What did Lena buy in March?"
+    -> "What did Lena buy?"): what the dense leg embeds once the window carries the time, so
+    the vector is about the event, not about dates. Unchanged without a window, or when the
+    phrase is all there is."""
+    if window is None:
+        return text
+    stripped = re.sub(re.escape(window.phrase), " ", text, count=1, flags=re.IGNORECASE)
+    stripped = re.sub(r"\s+([?.!,])", r"\1", " ".join(stripped.split()))
+    return stripped if any(char.isalnum() for char in stripped) else text
+
+
 # Function words match most documents: they add little to BM25 but make every match set huge.
 # Both engines search the same terms (the Elasticsearch analyzer's own stop list is shorter).
 STOP_WORDS = frozenset(

@@ -65,6 +65,9 @@ ABLATIONS = (
     Ablation("session_depth_3", RecallPlan(session_depth=3)),
     Ablation("lexical_only_no_session_spread", RecallPlan(legs=("lexical",), session_spread=0.0)),
     Ablation("dense_only_no_session_spread", RecallPlan(legs=("dense",), session_spread=0.0)),
+    # The dense legs embed the question without its time phrase ("in March"): the window
+    # carries the time (memory.query.without_time_phrase).
+    Ablation("strip_time_phrase", RecallPlan(strip_time_phrase=True)),
 )
 
 

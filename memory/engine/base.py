@@ -22,6 +22,7 @@ from memory.engine.types import (
     Neighbours,
     Ranking,
     ReadScope,
+    SessionTurn,
     UsageBump,
 )
 
@@ -127,18 +128,17 @@ class MemoryBackend(ABC):
     def session_neighbours(
         self,
         scope: ReadScope,
-        memory_ids: list[str],
+        turns: list[SessionTurn],
         *,
         depth: int,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> dict[str, Neighbours]:
-        """For each of ``memory_ids`` that is one of the scope user's own episodes with a
-        session id: the ids of up to ``depth`` turns of that session with an earlier
-        ``timestamp`` and up to ``depth`` with a later one, nearest first (turns at the same
-        instant are neither), inside ``since`` / ``until`` when given. Any other id is left
-        out. Bounded reads with the scope's credential: what recall's session spread
-        (``memory.fusion.spread_to_neighbours``) reads."""
+        """For each of ``turns`` (by id): the ids of up to ``depth`` of the scope user's own
+        turns of that session with an earlier ``timestamp`` and up to ``depth`` with a later
+        one, nearest first (turns at the same instant are neither), inside ``since`` /
+        ``until`` when given. Bounded reads with the scope's credential: what recall's
+        session spread (``memory.fusion.spread_to_neighbours``) reads."""
 
     @abstractmethod
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:

@@ -194,6 +194,19 @@ class LegHit:
     score: float  # after the ranking signals
     rank: int  # 1-based within its leg
     superseded_by: str | None = None  # the fact that replaced it (legs that include superseded)
+    # A turn's session and time (episodes with a session id only): what recall's session
+    # spread reads the turn's neighbours by (``MemoryBackend.session_neighbours``).
+    session_id: str | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SessionTurn:
+    """One of the user's turns, as a leg found it: where it sits in its session."""
+
+    id: str
+    session_id: str
+    timestamp: datetime
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from memory.engine.types import (
     Ranking,
     ReadScope,
     RecallFilter,
+    SessionTurn,
 )
 from memory.fusion import Fused, credit_successors, leg_confidence, rrf, spread_to_neighbours
 from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
-from memory.query import TimeWindow, parse_time_window
+from memory.query import TimeWindow, parse_time_window, without_time_phrase
 from memory.rerank import default_reranker, rerank
 from memory.services import bookkeeping
 from memory.services.common import backend, clean_text, embedder, store_errors
@@ -120,15 +121,18 @@ def memory_recall(
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
-        if "dense" not in legs:
-            vector = None
-        elif vector is None:
-            vector = embedder().embed_query(query)
-        timings["embed_ms"] = _since(started)
         anchor = _time_anchor(scope, moment) if anchor_mode == "history" else moment
         window = (
             parse_time_window(query, anchor) if plan.time_hints and not (since or until) else None
         )
+        mark = time.perf_counter()
+        if "dense" not in legs:
+            vector = None
+        elif vector is None:
+            vector = embedder().embed_query(
+                without_time_phrase(query, window) if plan.strip_time_phrase else query
+            )
+        timings["embed_ms"] = _since(mark)
         leg_query = LegQuery(
             text=query,
             vector=vector,
@@ -194,13 +198,16 @@ def memory_recall(
     )
     if spread > 0 and depth > 0 and "episodic" in types and fused:
         mark = time.perf_counter()
+        turns = {
+            hit.id: SessionTurn(id=hit.id, session_id=hit.session_id, timestamp=hit.timestamp)
+            for hits in fusion_legs.values()
+            for hit in hits
+            if hit.session_id and hit.timestamp
+        }
+        head = [turns[f.id] for f in fused[:SPREAD_HEAD] if f.id in turns]
         with store_errors():
             around = backend().session_neighbours(
-                scope,
-                [f.id for f in fused[:SPREAD_HEAD]],
-                depth=depth,
-                since=since,
-                until=until,
+                scope, head, depth=depth, since=since, until=until
             )
         fused = [
             f for f in spread_to_neighbours(fused, around, weight=spread) if f.id not in excluded

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memory.plans import RecallPlan
-from memory.query import parse_time_window
+from memory.query import parse_time_window, without_time_phrase
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
@@ -63,6 +63,22 @@ def test_last_month_name_in_that_month_means_a_year_ago() -> None:
 
 
 # --- fusion, the time leg, playbook text ------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "embedded"),
+    [
+        ("What did Lena buy in March?", "What did Lena buy?"),
+        ("How was Tom's running going IN JULY?", "How was Tom's running going?"),
+        ("What happened two weeks ago at the allotment?", "What happened at the allotment?"),
+        ("recently", "recently"),  # the phrase is all there is: kept
+        ("Which café did we try?", "Which café did we try?"),  # no window: unchanged
+    ],
+)
+def test_the_dense_leg_can_embed_the_question_without_its_time_phrase(
+    text: str, embedded: str
+) -> None:
+    assert without_time_phrase(text, parse_time_window(text, NOW)) == embedded
+
+
 def test_rrf_weights_scale_a_legs_contribution() -> None:
     from memory.engine.types import LegHit
     from memory.fusion import RRF_RANK_CONSTANT, rrf
@@ -168,3 +184,31 @@ def test_a_turn_with_a_far_past_phrase_is_stored_once_and_recalled(settings, tmp
     memory_turn_record(user=user, text="what happened 5000 years ago, 1000000000 weeks ago?")
     scope = writer_scope(tenant_id=user.memory_tenant_id, user_id=user.memory_id)
     assert backend().count(scope)["episodic"] == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("strip", [True, False])
+def test_the_dense_leg_embeds_what_the_plan_says(settings, tmp_path, alice, monkeypatch, strip):
+    from memory.services import recall as recall_module
+    from memory.services.common import embedder
+
+    settings.ATLAS_MEMORY_BACKEND = "embedded"
+    settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    real, asked = embedder(), []
+
+    class Recording:
+        def embed_query(self, text: str) -> list[float]:
+            asked.append(text)
+            return real.embed_query(text)
+
+    monkeypatch.setattr(recall_module, "embedder", Recording)
+    question = "What did Lena buy in March?"
+    result = recall_module.memory_recall(
+        user=alice,
+        query=question,
+        track_usage=False,
+        now=NOW,
+        plan=RecallPlan(strip_time_phrase=strip),
+    )
+    assert result.time_window is not None and result.time_window.phrase == "in march"
+    assert asked == (["What did Lena buy?"] if strip else [question])

@@ -9,7 +9,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from atlas_platform.exceptions import ValidationError
-from memory.engine.types import MemoryDoc, Neighbours
+from memory.engine.elasticsearch import reads as es_reads
+from memory.engine.types import (
+    LegQuery,
+    MemoryDoc,
+    Neighbours,
+    Ranking,
+    RecallFilter,
+    SessionTurn,
+)
 from memory.fusion import Fused, spread_to_neighbours
 from memory.plans import RecallPlan
 from memory.services.common import backend
@@ -19,6 +27,11 @@ from memory.services.scoping import user_read_scope
 from memory.shapes import recall_hit_json
 
 MARCH = datetime(2026, 3, 19, 18, 0, tzinfo=UTC)
+
+
+def at(doc: MemoryDoc) -> SessionTurn:
+    assert doc.session_id is not None
+    return SessionTurn(id=doc.id, session_id=doc.session_id, timestamp=doc.timestamp)
 
 
 def turn(text: str, minute: int, *, session: str = "s01") -> ImportedMemory:
@@ -77,7 +90,13 @@ def test_a_plan_refuses_a_spread_out_of_range() -> None:
 
 
 # --- each backend's read ---------------------------------------------------------------------
-def test_neighbours_are_the_nearest_turns_of_the_same_session(people) -> None:
+@pytest.mark.parametrize("session_read_cap", [1000, 3])
+def test_neighbours_are_the_nearest_turns_of_the_same_session(
+    people, monkeypatch, session_read_cap
+) -> None:
+    # Elasticsearch reads whole sessions up to a cap, and the turns of a session past it one
+    # by one: both ways give the same answer.
+    monkeypatch.setattr(es_reads, "SESSION_READ_CAP", session_read_cap)
     docs = memory_import(
         user=people.alice,
         memories=[
@@ -89,26 +108,14 @@ def test_neighbours_are_the_nearest_turns_of_the_same_session(people) -> None:
             turn("five", 6),
         ],
     )
-    one, two, elsewhere, three, four, five = (d.id for d in docs)
-    (fact,) = memory_import(
-        user=people.alice,
-        memories=[ImportedMemory(memory_type="semantic", text="A fact.", timestamp=MARCH)],
-    )
-    loose = memory_import(
-        user=people.alice,
-        memories=[
-            ImportedMemory(
-                memory_type="episodic", text="no session", timestamp=MARCH, source="turn"
-            )
-        ],
-    )[0]
+    one, two, elsewhere, three, four, five = (at(d) for d in docs)
     scope = user_read_scope(people.alice)
-    found = backend().session_neighbours(scope, [three, fact.id, loose.id, "nope"], depth=2)
-    assert found == {three: Neighbours(before=(two, one), after=(four, five))}
-    assert backend().session_neighbours(scope, [one], depth=1) == {
-        one: Neighbours(before=(), after=(two,))
+    found = backend().session_neighbours(scope, [three], depth=2)
+    assert found == {three.id: Neighbours(before=(two.id, one.id), after=(four.id, five.id))}
+    assert backend().session_neighbours(scope, [one, elsewhere], depth=1) == {
+        one.id: Neighbours(before=(), after=(two.id,)),
+        elsewhere.id: Neighbours(),
     }
-    assert backend().session_neighbours(scope, [elsewhere], depth=2) == {elsewhere: Neighbours()}
     # Inside an explicit time range only.
     bounded = backend().session_neighbours(
         scope,
@@ -117,23 +124,51 @@ def test_neighbours_are_the_nearest_turns_of_the_same_session(people) -> None:
         since=MARCH + timedelta(minutes=2),
         until=MARCH + timedelta(minutes=5),
     )
-    assert bounded == {three: Neighbours(before=(two,), after=(four,))}
+    assert bounded == {three.id: Neighbours(before=(two.id,), after=(four.id,))}
 
 
 def test_another_users_turns_are_never_neighbours(people) -> None:
     (mine,) = memory_import(user=people.alice, memories=[turn("mine", 2)])
-    (bobs_before, bobs_after) = memory_import(
-        user=people.bob, memories=[turn("bob before", 1), turn("bob after", 3)]
-    )
+    bobs = memory_import(user=people.bob, memories=[turn("bob before", 1), turn("bob after", 3)])
     (foreign,) = memory_import(user=people.charlie, memories=[turn("globex", 4)])
     alice = user_read_scope(people.alice)
-    assert backend().session_neighbours(alice, [mine.id], depth=3) == {mine.id: Neighbours()}
-    # Bob's own turns are not Alice's to ask about, even by id.
-    assert backend().session_neighbours(alice, [bobs_before.id, foreign.id], depth=3) == {}
-    bob = user_read_scope(people.bob)
-    assert backend().session_neighbours(bob, [bobs_before.id], depth=3) == {
-        bobs_before.id: Neighbours(after=(bobs_after.id,))
+    assert backend().session_neighbours(alice, [at(mine)], depth=3) == {mine.id: Neighbours()}
+    # Asked about the same session and times as Bob's or Globex's turns, Alice's scope
+    # finds only Alice's own turns of a session by that name.
+    asked = backend().session_neighbours(alice, [at(bobs[0]), at(foreign)], depth=3)
+    assert asked == {
+        bobs[0].id: Neighbours(after=(mine.id,)),
+        foreign.id: Neighbours(before=(mine.id,)),
     }
+    bob = user_read_scope(people.bob)
+    assert backend().session_neighbours(bob, [at(bobs[0])], depth=3) == {
+        bobs[0].id: Neighbours(after=(bobs[1].id,))
+    }
+
+
+def test_the_legs_carry_a_turns_session_and_time(people) -> None:
+    (said,) = memory_import(user=people.alice, memories=[turn("the kiln cracked", 1)])
+    (fact,) = memory_import(
+        user=people.alice,
+        memories=[ImportedMemory(memory_type="semantic", text="The kiln is new.", timestamp=MARCH)],
+    )
+    result = memory_recall(
+        user=people.alice, query="kiln", k=5, track_usage=False, plan=RecallPlan(legs=("lexical",))
+    )
+    assert {h.doc.id for h in result.hits} == {said.id, fact.id}
+    legs = backend().recall_legs(
+        user_read_scope(people.alice),
+        LegQuery(
+            text="kiln",
+            vector=None,
+            filter=RecallFilter(),
+            ranking=Ranking(),
+            now=MARCH + timedelta(days=1),
+        ),
+    )
+    by_id = {hit.id: hit for hit in legs.lexical}
+    assert (by_id[said.id].session_id, by_id[said.id].timestamp) == ("s01", said.timestamp)
+    assert (by_id[fact.id].session_id, by_id[fact.id].timestamp) == (None, None)
 
 
 # --- recall ----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from memory.engine.types import (
     MemoryType,
     Neighbours,
     ReadScope,
+    SessionTurn,
     UsageBump,
 )
 
@@ -140,14 +141,14 @@ class ElasticsearchBackend(MemoryBackend):
     def session_neighbours(
         self,
         scope: ReadScope,
-        memory_ids: list[str],
+        turns: list[SessionTurn],
         *,
         depth: int,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> dict[str, Neighbours]:
         return reads.session_neighbours(
-            self._conn, scope, memory_ids, depth=depth, since=since, until=until
+            self._conn, scope, turns, depth=depth, since=since, until=until
         )
 
     def newest_timestamp(self, scope: ReadScope) -> datetime | None:

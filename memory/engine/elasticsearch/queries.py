@@ -18,11 +18,13 @@ MAX_KNN_CANDIDATES = 10_000
 # documents it returns (``get_many``). Reading 80 full hits per leg cost about a third of the
 # cluster's CPU per recall (docs/performance.md).
 # A leg's hits carry ids only, and for a superseded fact (legs that include them) the id of the
-# fact that replaced it: recall credits the successor with the match (memory.fusion).
+# fact that replaced it: recall credits the successor with the match (memory.fusion); for a
+# turn, its session and time, which recall's session spread reads its neighbours by.
+TIMESTAMP_VALUE: Json = {"field": "timestamp", "format": "strict_date_optional_time"}
 LEG_FIELDS: Json = {
     "_source": False,
     "stored_fields": "_none_",
-    "docvalue_fields": ["id", "superseded_by"],
+    "docvalue_fields": ["id", "superseded_by", "session_id", TIMESTAMP_VALUE],
 }
 # Reads leave the embedding out of ``_source``: nobody reads it back, and 384 floats per hit
 # were most of a response's bytes.

@@ -15,6 +15,7 @@ from memory.engine.base import EngineError
 from memory.engine.elasticsearch.client import Connection, call
 from memory.engine.elasticsearch.queries import (
     NO_VECTORS,
+    TIMESTAMP_VALUE,
     dense_body,
     leg_filters,
     lexical_body,
@@ -36,6 +37,7 @@ from memory.engine.types import (
     Neighbours,
     ReadScope,
     RecallFilter,
+    SessionTurn,
 )
 
 Json = dict[str, Any]
@@ -85,17 +87,26 @@ def recall_legs(conn: Connection, scope: ReadScope, query: LegQuery) -> LegResul
     for (leg, _, _), answer in zip(legs, response["responses"], strict=True):
         if "error" in answer:
             raise EngineError(f"Elasticsearch failed the {leg} leg: {answer['error']}")
-        hits = [
-            LegHit(
-                id=h["fields"]["id"][0],
-                score=float(h["_score"]),
-                rank=n,
-                superseded_by=(h["fields"].get("superseded_by") or [None])[0],
-            )
-            for n, h in enumerate(answer["hits"]["hits"], start=1)
-        ]
+        hits = [_leg_hit(h, n) for n, h in enumerate(answer["hits"]["hits"], start=1)]
         setattr(results, leg, hits)
     return results
+
+
+def _leg_hit(hit: Json, rank: int) -> LegHit:
+    fields = hit["fields"]
+    session_id = (fields.get("session_id") or [None])[0]
+    return LegHit(
+        id=fields["id"][0],
+        score=float(hit["_score"]),
+        rank=rank,
+        superseded_by=(fields.get("superseded_by") or [None])[0],
+        session_id=session_id,
+        timestamp=_instant(fields["timestamp"][0]) if session_id else None,
+    )
+
+
+def _instant(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def scan(
@@ -163,72 +174,112 @@ def newest_timestamp(conn: Connection, scope: ReadScope) -> datetime | None:
 def session_neighbours(
     conn: Connection,
     scope: ReadScope,
-    memory_ids: list[str],
+    turns: list[SessionTurn],
     *,
     depth: int,
     since: datetime | None,
     until: datetime | None,
 ) -> dict[str, Neighbours]:
-    """Two round trips: the turns' sessions and times, then one msearch of two bounded
-    searches per turn (the ``depth`` before it, the ``depth`` after it)."""
-    if scope.user_id is None or not memory_ids or depth < 1:
+    """One search: every turn of the turns' sessions (up to ``SESSION_READ_CAP``; a
+    conversation's sessions are short). Only turns of a session that did not fit are read one
+    by one (an msearch of two bounded searches per turn)."""
+    if scope.user_id is None or not turns or depth < 1:
         return {}
     mine: list[Json] = [
         {"term": {"tenant_id": scope.tenant_id}},
         {"term": {"user_id": scope.user_id}},
         {"term": {"memory_type": "episodic"}},
     ]
-    when = {"field": "timestamp", "format": "strict_date_optional_time"}
-    body: Json = {
-        "size": len(set(memory_ids)),
-        "track_total_hits": False,
-        "_source": False,
-        "docvalue_fields": ["id", "session_id", when],
-        "query": {
-            "bool": {
-                "filter": [
-                    {"ids": {"values": memory_ids}},
-                    *mine,
-                    {"exists": {"field": "session_id"}},
-                ]
-            }
-        },
-    }
-    turns = [
-        (h["fields"]["id"][0], h["fields"]["session_id"][0], h["fields"]["timestamp"][0])
-        for h in conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
-    ]
-    if not turns:
-        return {}
-    header: Json = {
-        "index": conn.scope_indices(scope),
-        "routing": scope_routing(scope),
-        "ignore_unavailable": True,
-    }
     # An explicit range is a filter of its own: one range may not hold both "lt" and "lte".
     explicit = {
         bound: moment.isoformat() for bound, moment in (("gte", since), ("lte", until)) if moment
     }
     bounds: list[Json] = [{"range": {"timestamp": explicit}}] if explicit else []
+    sessions = sorted({turn.session_id for turn in turns})
+    whole = _session_turns(
+        conn, scope, [*mine, {"terms": {"session_id": sessions}}, *bounds], size=SESSION_READ_CAP
+    )
+    by_session: dict[str, list[tuple[datetime, str]]] = {}
+    for memory_id, session, at in whole:
+        by_session.setdefault(session, []).append((at, memory_id))
+    # Sorted by session, so only the last session read can have been cut short.
+    complete = set(by_session) - ({whole[-1][1]} if len(whole) >= SESSION_READ_CAP else set())
+    found: dict[str, Neighbours] = {}
+    rest = []
+    for turn in turns:
+        if turn.session_id not in complete:
+            rest.append(turn)
+            continue
+        listed = by_session[turn.session_id]
+        at = turn.timestamp
+        found[turn.id] = Neighbours(
+            before=tuple(i for when, i in reversed(listed) if when < at)[:depth],
+            after=tuple(i for when, i in listed if when > at)[:depth],
+        )
+    if rest:
+        found.update(_neighbours_one_by_one(conn, scope, rest, mine, bounds, depth))
+    return found
+
+
+# A session with more turns than this (an agent's long log) has its head turns' neighbours
+# read one by one instead.
+SESSION_READ_CAP = 1000
+_SESSION_ORDER = ("timestamp", "created_at.nanos", "id")
+
+
+def _session_turns(
+    conn: Connection, scope: ReadScope, filters: list[Json], *, size: int
+) -> list[tuple[str, str, datetime]]:
+    """(id, session id, timestamp) of the episodes ``filters`` match, by session then time."""
+    body: Json = {
+        "size": size,
+        "track_total_hits": False,
+        "_source": False,
+        "stored_fields": "_none_",  # doc values only: half the time of reading each hit's _id
+        "docvalue_fields": ["id", "session_id", TIMESTAMP_VALUE],
+        "query": {"bool": {"filter": filters}},
+        "sort": [{"session_id": "asc"}, *({key: "asc"} for key in _SESSION_ORDER)],
+    }
+    hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    return [
+        (h["fields"]["id"][0], h["fields"]["session_id"][0], _instant(h["fields"]["timestamp"][0]))
+        for h in hits
+    ]
+
+
+def _neighbours_one_by_one(
+    conn: Connection,
+    scope: ReadScope,
+    turns: list[SessionTurn],
+    mine: list[Json],
+    bounds: list[Json],
+    depth: int,
+) -> dict[str, Neighbours]:
+    header: Json = {
+        "index": conn.scope_indices(scope),
+        "routing": scope_routing(scope),
+        "ignore_unavailable": True,
+    }
     searches: list[Json] = []
-    for _, session_id, at in turns:
+    for turn in turns:
         for op, order in (("lt", "desc"), ("gt", "asc")):
             around: Json = {
                 "size": depth,
                 "track_total_hits": False,
                 "_source": False,
+                "stored_fields": "_none_",
                 "docvalue_fields": ["id"],
                 "query": {
                     "bool": {
                         "filter": [
                             *mine,
-                            {"term": {"session_id": session_id}},
-                            {"range": {"timestamp": {op: at}}},
+                            {"term": {"session_id": turn.session_id}},
+                            {"range": {"timestamp": {op: turn.timestamp.isoformat()}}},
                             *bounds,
                         ]
                     }
                 },
-                "sort": [{"timestamp": order}, {"created_at.nanos": order}, {"id": order}],
+                "sort": [{key: order} for key in _SESSION_ORDER],
             }
             searches.extend((header, around))
     response = conn.read(
@@ -236,13 +287,13 @@ def session_neighbours(
     )
     answers = response["responses"]
     found: dict[str, Neighbours] = {}
-    for n, (memory_id, _, _) in enumerate(turns):
+    for n, turn in enumerate(turns):
         sides = []
         for answer in answers[2 * n : 2 * n + 2]:
             if "error" in answer:
                 raise EngineError(f"Elasticsearch failed a session read: {answer['error']}")
             sides.append(tuple(h["fields"]["id"][0] for h in answer["hits"]["hits"]))
-        found[memory_id] = Neighbours(before=sides[0], after=sides[1])
+        found[turn.id] = Neighbours(before=sides[0], after=sides[1])
     return found
 
 

@@ -44,6 +44,7 @@ from memory.engine.types import (
     Neighbours,
     ReadScope,
     RecallFilter,
+    SessionTurn,
 )
 
 
@@ -242,13 +243,13 @@ class EmbeddedBackend(MemoryBackend):
     def session_neighbours(
         self,
         scope: ReadScope,
-        memory_ids: list[str],
+        turns: list[SessionTurn],
         *,
         depth: int,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> dict[str, Neighbours]:
-        if scope.user_id is None or not memory_ids or depth < 1:
+        if scope.user_id is None or not turns or depth < 1:
             return {}
         owner = owner_key(scope.tenant_id, scope.user_id)
         # Bounds as one clause each, always bound: an absent bound is the widest text.
@@ -262,18 +263,9 @@ class EmbeddedBackend(MemoryBackend):
         later = around.format(op=">", order="ASC")
         found: dict[str, Neighbours] = {}
         with self._store.transaction() as conn:
-            turns = conn.execute(
-                # CROSS JOIN: look each id up by the unique index (SQLite would otherwise walk
-                # the owner's whole session index for the other terms: 16 ms at 10k).
-                "SELECT memories.id, session_id, timestamp FROM json_each(?) AS wanted"
-                " CROSS JOIN memories ON memories.id = wanted.value"
-                " WHERE owner = ? AND tenant_id = ?"
-                " AND memory_type = 'episodic' AND session_id IS NOT NULL",
-                (json.dumps(memory_ids), owner, scope.tenant_id),
-            ).fetchall()
-            for memory_id, session_id, at in turns:
-                bounds = (owner, session_id, at, low, high, depth)
-                found[memory_id] = Neighbours(
+            for turn in turns:
+                bounds = (owner, turn.session_id, sortable(turn.timestamp), low, high, depth)
+                found[turn.id] = Neighbours(
                     before=tuple(row[0] for row in conn.execute(earlier, bounds)),
                     after=tuple(row[0] for row in conn.execute(later, bounds)),
                 )

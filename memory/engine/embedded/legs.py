@@ -111,6 +111,13 @@ def _hits(candidates: list[Candidate], docs: dict[int, MemoryDoc], query: LegQue
     ]
     scored.sort(key=lambda pair: -pair[0])
     return [
-        LegHit(id=doc.id, score=score, rank=n, superseded_by=doc.superseded_by)
+        LegHit(
+            id=doc.id,
+            score=score,
+            rank=n,
+            superseded_by=doc.superseded_by,
+            session_id=doc.session_id if doc.memory_type == "episodic" else None,
+            timestamp=doc.timestamp if doc.memory_type == "episodic" and doc.session_id else None,
+        )
         for n, (score, doc) in enumerate(scored, 1)
     ]
