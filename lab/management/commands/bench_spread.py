@@ -1,0 +1,80 @@
+"""``manage.py bench_spread``: what recall's session spread costs, interleaved.
+
+    python manage.py bench_spread --backend embedded --memories 10000 --queries 300
+
+Loads one synthetic user with ``--memories`` memories (``bench``'s: turns in sessions of about
+20), then asks each query twice, once with the spread on (the default plan) and once off
+(``RecallPlan(session_spread=0)``), in alternating order, with the query vector computed once
+for both: the two samples differ only in the spread. Prints recall p50 / p95 / mean for each
+and the spread's own time (``timings_ms["spread_ms"]``). Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from lab.management.commands.bench import Command as Bench
+from lab.management.commands.bench import bench_user, percentiles, synthetic_text
+from lab.management.commands.eval_recall import SWITCHED_SETTINGS
+from lab.management.commands.eval_recall import Command as EvalCommand
+
+WARM_UP = 20
+
+
+class Command(BaseCommand):
+    help = "Recall latency with the session spread on and off, query by query (figures)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--backend", choices=["embedded", "elasticsearch", "es"])
+        parser.add_argument("--memories", type=int, default=10_000)
+        parser.add_argument("--queries", type=int, default=300)
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
+        runner = EvalCommand()
+        runner.stdout, runner.stderr = self.stdout, self.stderr
+        try:
+            runner._use_backend(options["backend"])
+            with runner._private_store(keep=False):
+                report = self._run(options)
+        finally:
+            for name, value in saved.items():
+                setattr(settings, name, value)
+        self.stdout.write(json.dumps(report, indent=1))
+
+    def _run(self, options: dict[str, Any]) -> dict[str, Any]:
+        from memory.plans import RecallPlan
+        from memory.services.common import embedder
+        from memory.services.recall import memory_recall
+
+        rng = random.Random(options["seed"])  # noqa: S311 - synthetic data, not secrets
+        user = bench_user("spread")
+        Bench()._bulk_load(user, options["memories"], rng)
+        plans = {"on": RecallPlan(), "off": RecallPlan(session_spread=0.0)}
+        samples: dict[str, list[float]] = {"on": [], "off": []}
+        spread_ms: list[float] = []
+        queries = [synthetic_text(rng) for _ in range(options["queries"])]
+        for query in queries[:WARM_UP]:
+            memory_recall(user=user, query=query, k=10, track_usage=False)
+        for n, query in enumerate(queries):
+            vector = embedder().embed_query(query)
+            for name in ("on", "off") if n % 2 == 0 else ("off", "on"):
+                result = memory_recall(
+                    user=user, query=query, k=10, track_usage=False, plan=plans[name], vector=vector
+                )
+                samples[name].append(result.took_ms)
+                if name == "on":
+                    spread_ms.append(result.timings_ms.get("spread_ms", 0.0))
+        return {
+            "backend": settings.ATLAS_MEMORY_BACKEND,
+            "memories": options["memories"],
+            "queries": options["queries"],
+            **{name: percentiles(values) for name, values in samples.items()},
+            "spread_ms": percentiles(spread_ms),
+        }
