@@ -320,7 +320,7 @@ ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
 # A cross-encoder scores ~80 long pairs inside a latency budget: two threads finish it sooner.
 ATLAS_RERANKER_THREADS = env.int("ATLAS_RERANKER_THREADS", default=2)
 ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
-ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=80)
+ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=40)
 
 
 # RRF weight of the lexical legs against the dense ones: a number (1.0, the default: plain RRF,
@@ -352,7 +352,7 @@ ATLAS_RECALL_WINDOW_DECAY = env.bool("ATLAS_RECALL_WINDOW_DECAY", default=True)
 # What time words ("in May", "recently") and decay are read against: "clock" (recall's now) or
 # "history" (the user's newest memory, when it is more than two weeks older than now: a
 # history imported with its own dates); memory/services/recall.py _time_anchor.
-ATLAS_RECALL_TIME_ANCHOR = env.str("ATLAS_RECALL_TIME_ANCHOR", default="clock")
+ATLAS_RECALL_TIME_ANCHOR = env.str("ATLAS_RECALL_TIME_ANCHOR", default="history")
 # What a conversation turn's vector is computed from besides its text: comma-separated parts of
 # previous (the turn before it in the session), speaker, date (memory/services/turn_context.py).
 ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")

@@ -10,12 +10,16 @@ from django.core.management import call_command
 
 
 @pytest.mark.django_db
-def test_bench_spread_times_the_spread_on_and_off(settings, tmp_path) -> None:
+@pytest.mark.parametrize("against", ["no-spread", "before"])
+def test_bench_spread_times_the_spread_on_and_off(settings, tmp_path, against) -> None:
     settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "served.sqlite3")
     out = StringIO()
-    call_command("bench_spread", backend="embedded", memories=120, queries=6, stdout=out)
+    call_command(
+        "bench_spread", backend="embedded", memories=120, queries=6, against=against, stdout=out
+    )
     report = json.loads(out.getvalue()[out.getvalue().index("{") :])
     assert report["backend"] == "embedded" and report["queries"] == 6
+    assert report["against"] == against
     assert report["on"]["n"] == report["off"]["n"] == 6 == report["spread_ms"]["n"]
     assert report["on"]["p50"] > 0 and report["off"]["p50"] > 0
     # The command's private store is gone, and the served one untouched.

@@ -68,3 +68,42 @@ def test_time_words_are_read_against_the_history_not_the_clock(people) -> None:
         plan=RecallPlan(time_anchor="history"),
     )
     assert bob.time_window is not None and bob.time_window.start.year == 2026
+
+
+def test_a_recent_users_anchor_is_kept_and_an_old_historys_is_read_each_time(
+    people, monkeypatch
+) -> None:
+    _history(people)
+    memory_import(user=people.bob, memories=[said("Bob again", datetime(2026, 10, 15, tzinfo=UTC))])
+    reads: list[str | None] = []
+    engine = backend()
+    real = engine.newest_timestamp
+
+    def counted(scope):
+        reads.append(scope.user_id)
+        return real(scope)
+
+    monkeypatch.setattr(engine, "newest_timestamp", counted)
+
+    def ask(user, now: datetime):
+        return memory_recall(
+            user=user,
+            query="what happened recently",
+            track_usage=False,
+            now=now,
+            plan=RecallPlan(time_anchor="history"),
+        )
+
+    # Bob wrote five days before LATER: the clock, read once, then kept.
+    assert ask(people.bob, LATER).time_window.end == LATER
+    assert ask(people.bob, LATER).time_window.end == LATER
+    assert reads == [people.bob.memory_id]
+    # Alice's history ended in 2023: read on every recall, so a new turn moves her anchor at
+    # once.
+    reads.clear()
+    assert ask(people.alice, LATER).time_window.end.year == 2023
+    memory_import(
+        user=people.alice, memories=[said("Back again!", datetime(2026, 10, 19, tzinfo=UTC))]
+    )
+    assert ask(people.alice, LATER).time_window.end == LATER
+    assert reads == [people.alice.memory_id] * 2
