@@ -211,13 +211,7 @@ def scoped_key_invalidate(*, key: ScopedKey) -> ScopedKey:
     cluster.invalidate_api_key(key.key_id)
     with transaction.atomic():
         mark_invalidated(key)
-        audit_record(
-            action="key.invalidate",
-            tenant=key.user.tenant,
-            subject_user=key.user,
-            target=key,
-            metadata={"key_id": key.key_id},
-        )
+        _audit_invalidated(key)
     return key
 
 
