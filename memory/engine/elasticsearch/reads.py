@@ -168,7 +168,7 @@ def newest_timestamp(conn: Connection, scope: ReadScope) -> datetime | None:
     response = conn.search(scope, scope_routing(scope), body)
     # No index yet for the scope (a tenant that never wrote): no aggregations in the answer.
     value = response.get("aggregations", {}).get("newest", {}).get("value_as_string")
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    return _instant(value) if value else None
 
 
 def session_neighbours(
