@@ -295,3 +295,24 @@ def test_eval_recall_gates_each_new_corpus_on_elasticsearch(es: Any, tmp_path: P
     assert {k.split("/")[0] for k in full["per_corpus_kind"]} == {"conversations", "agent_work"}
     for corpus, gate in (part.split("=") for part in CORPUS_GATES.split(",")):
         assert full["per_corpus"][corpus]["r@10"] >= float(gate)
+
+
+def test_the_overall_gates_read_the_personas_corpus_in_a_run_of_several() -> None:
+    from lab.management.commands.eval_recall import gated_figures
+
+    personas = {"n": 210, "r@10": 0.92, "r@5": 0.80}
+    conversations = {"n": 82, "r@10": 0.72, "r@5": 0.52}
+    overall = {"n": 292, "r@10": 0.86, "r@5": 0.72}
+
+    several = {
+        "overall": overall,
+        "per_corpus": {"personas": personas, "conversations": conversations},
+    }
+    assert gated_figures(several) == ("personas", personas)
+    # One corpus, or several without the personas: the run's own figures.
+    assert gated_figures({"overall": personas, "per_corpus": {"personas": personas}}) == (
+        "overall",
+        personas,
+    )
+    without = {"overall": overall, "per_corpus": {"conversations": conversations, "agent_work": {}}}
+    assert gated_figures(without) == ("overall", overall)
