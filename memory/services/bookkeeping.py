@@ -29,7 +29,7 @@ def _record(pending: dict[str, UsageBump], *, refresh: bool = False) -> int:
     bumps = list(pending.values())
     try:
         store = backend()
-        changed = store.record_usage(bumps)
+        changed = store.record_usage(bumps) if bumps else 0
         if refresh:
             store.sync()
         return changed
@@ -62,5 +62,8 @@ def drain() -> None:
     """Flush pending usage (made visible) and recall statistics now (tests and shutdown)."""
     from memory.services.recall_stats import recall_stats_flush
 
-    _buffer.flush(refresh=True)
+    if _buffer.flush(refresh=True) is None:
+        # Nothing was pending, but the background thread may have just written the last batch
+        # (it waits on the same lock, and writes without making it visible): make that visible.
+        _record({}, refresh=True)
     recall_stats_flush()

@@ -282,6 +282,19 @@ def test_usage_of_repeated_recalls_is_written_as_one_batch(people, monkeypatch):
     assert memory_get(user=people.alice, memory_id=memo.id).use_count == 3
 
 
+def test_drain_makes_visible_a_batch_the_background_thread_wrote_just_before(people):
+    """The flusher's thread writes a batch without making it visible; a ``drain`` that then
+    finds nothing pending must still make it visible (it did not, and the test above failed
+    now and then under load: the thread had taken the lock first)."""
+    memo = fact(people.alice, "The spare key is under the blue pot")
+    memory_recall(user=people.alice, query="where is the spare key?")
+
+    bookkeeping._buffer.flush()  # what the background thread's tick does: no refresh
+    bookkeeping.drain()
+
+    assert memory_get(user=people.alice, memory_id=memo.id).use_count == 1
+
+
 def test_recall_reads_only_the_documents_it_returns(people, monkeypatch):
     """The legs return ids; recall reads the head of the fused list (k plus a few spares) in
     one request, and a candidate forgotten in between gives way to the next."""
