@@ -20,6 +20,12 @@ def event(name, session="sess-1", **fields):
     return json.dumps({"session_id": session, "hook_event_name": name, "cwd": "", **fields})
 
 
+# What a live server's brief holds, whatever the machine's load: a loaded CI box cannot always
+# compose it inside the default 3 s, and the hook then (rightly) answers "offline". The budget
+# itself has its own tests (a server away, a 10-second server; test_delivery.py).
+LIVE_BUDGET = {"ATLAS_HOOK_BUDGET_S": "10"}
+
+
 def hook(cli, name, payload, cwd, **env):
     started = time.monotonic()
     done = cli.run("hook", name, stdin=payload, cwd=cwd, CLAUDE_PROJECT_DIR=str(cwd), **env)
@@ -31,12 +37,14 @@ def test_a_session_start_stop_end_is_one_session_with_its_turns_and_a_brief(cli,
     cli.run("remember", "The shop uses Stripe for payments", cwd=repo)
     cli.run("task", "start", "Migrate the checkout", cwd=repo)
 
-    start, took = hook(cli, "session-start", event("SessionStart", source="startup"), repo)
+    start, took = hook(
+        cli, "session-start", event("SessionStart", source="startup"), repo, **LIVE_BUDGET
+    )
     for _ in range(3):
         hook(cli, "stop", event("Stop", stop_hook_active=False), repo)
     hook(cli, "session-end", event("SessionEnd", reason="prompt_input_exit"), repo)
 
-    assert start.returncode == 0 and took < 6
+    assert start.returncode == 0 and took < 13
     brief = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Migrate the checkout" in brief and "Stripe" in brief
     session = Session.objects.get(external_id="sess-1")
@@ -50,7 +58,7 @@ def test_a_session_start_stop_end_is_one_session_with_its_turns_and_a_brief(cli,
 def test_the_brief_is_cached_and_marked_offline_when_the_server_is_away(cli, server, tmp_path):
     repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
     cli.run("task", "start", "Write the runbook", cwd=repo)
-    hook(cli, "session-start", event("SessionStart", session="s-a"), repo)
+    hook(cli, "session-start", event("SessionStart", session="s-a"), repo, **LIVE_BUDGET)
 
     offline, took = hook(
         cli,
