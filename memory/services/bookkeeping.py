@@ -12,6 +12,7 @@ each forcing a refresh — under concurrent load those refreshes were most of th
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -22,21 +23,22 @@ from memory.engine.types import MemoryDoc, UsageBump
 logger = logging.getLogger(__name__)
 
 
-def _record(pending: dict[str, UsageBump], *, refresh: bool = False) -> int:
+def _record(pending: dict[str, UsageBump]) -> int:
     """Write a batch of bumps; returns how many documents changed."""
     from memory.services.common import backend
 
     bumps = list(pending.values())
     try:
-        store = backend()
-        changed = store.record_usage(bumps) if bumps else 0
-        if refresh:
-            store.sync()
+        changed = backend().record_usage(bumps)
+        _unseen.set()
         return changed
     except Exception:  # a store hiccup: usage is best effort, ranking input only
         logger.warning("usage flush failed", extra={"documents": len(bumps)}, exc_info=True)
         return 0
 
+
+# A batch was written and not yet made visible (the store shows it on its own schedule).
+_unseen = threading.Event()
 
 _buffer: Flusher[str, UsageBump] = Flusher(
     name="atlas-usage",
@@ -60,10 +62,16 @@ def bump_usage(docs: list[MemoryDoc]) -> None:
 
 def drain() -> None:
     """Flush pending usage (made visible) and recall statistics now (tests and shutdown)."""
+    from memory.services.common import backend
     from memory.services.recall_stats import recall_stats_flush
 
-    if _buffer.flush(refresh=True) is None:
-        # Nothing was pending, but the background thread may have just written the last batch
-        # (it waits on the same lock, and writes without making it visible): make that visible.
-        _record({}, refresh=True)
+    _buffer.flush()
+    # Visible: this batch, and also one the background thread wrote just before (it holds the
+    # same lock while it writes, so that write has finished by now).
+    if _unseen.is_set():
+        _unseen.clear()
+        try:
+            backend().sync()
+        except Exception:  # best effort, as the write
+            logger.warning("usage refresh failed", exc_info=True)
     recall_stats_flush()

@@ -22,7 +22,7 @@ def event(name, session="sess-1", **fields):
 
 # What a live server's brief holds, whatever the machine's load: a loaded CI box cannot always
 # compose it inside the default 3 s, and the hook then (rightly) answers "offline". The budget
-# itself has its own tests (a server away, a 10-second server; test_delivery.py).
+# itself has its own tests: a server away (below) and a 10-second server (test_delivery.py).
 LIVE_BUDGET = {"ATLAS_HOOK_BUDGET_S": "10"}
 
 
