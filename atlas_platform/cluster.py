@@ -154,6 +154,10 @@ class Cluster:
                 role_descriptors=role_descriptors,
                 metadata=metadata,
                 expiration=expiration,
+                # Visible at once: the cluster's default waits for the security index's next
+                # scheduled refresh (~1 s per key); authenticating with the key never needed
+                # that, and onboarding a tenant's users one after another paid it per user.
+                refresh="true",
             ),
         )
         return ApiKey(id=body["id"], secret=body["api_key"])
