@@ -8,6 +8,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SERVICES_ENV := .services/env
 PYTEST_ARGS ?=
+# The suite runs on this many pytest-xdist workers (two on the 2-core CI machine: much of a
+# test's time is spent waiting on Elasticsearch, PostgreSQL, Chromium or a subprocess).
+TEST_WORKERS ?= 2
 
 .PHONY: help install install-dev run worker beat services services-down browser test lint format ci bench bench-models models-maven eval clean
 
@@ -80,7 +83,8 @@ browser:
 	bash deploy/services/browser.sh
 
 test: install-dev services browser
-	set -a && source $(SERVICES_ENV) && set +a && $(PY) -m pytest $(PYTEST_ARGS)
+	set -a && source $(SERVICES_ENV) && set +a && \
+	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 lint: install-dev
 	$(VENV)/bin/lint-imports --no-cache

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,15 +89,14 @@ def es(es_session_config: ClusterConfig, settings: Any) -> Iterator[ClusterConfi
     yield es_session_config
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _es_cleanup(es_index_prefix: str) -> Iterator[None]:
-    yield
+def _cleanup_client() -> Any:
+    """A client for the session's own housekeeping (None without a cluster configured)."""
     url = os.environ.get("ATLAS_ES_URL", "")
     if not url:
-        return
+        return None
     from elasticsearch import Elasticsearch
 
-    client = Elasticsearch(
+    return Elasticsearch(
         url,
         basic_auth=(
             os.environ.get("ATLAS_ES_USERNAME", ""),
@@ -104,6 +104,37 @@ def _es_cleanup(es_index_prefix: str) -> Iterator[None]:
         ),
         request_timeout=30,
     )
+
+
+# The most shards the cluster held at the end of a test module (every session on the node
+# counted), reported at the end of the run: tenant uids are random, so each ES test makes
+# indices of its own, and they are removed module by module to keep the node far from
+# ``cluster.max_shards_per_node``.
+SHARDS: dict[str, int] = {"peak": 0, "modules": 0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _es_indices_per_module(es_index_prefix: str) -> Iterator[None]:
+    yield
+    client = _cleanup_client()
+    if client is None:
+        return
+    with contextlib.suppress(Exception):  # housekeeping: never fails a test
+        active = int(client.cluster.health()["active_shards"])
+        SHARDS["peak"] = max(SHARDS["peak"], active)
+        SHARDS["modules"] += 1
+        # The session's indices only (templates stay: later tests' indices are made from them).
+        client.indices.delete(
+            index=f"{es_index_prefix}-*", allow_no_indices=True, ignore_unavailable=True
+        )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _es_cleanup(es_index_prefix: str) -> Iterator[None]:
+    yield
+    client = _cleanup_client()
+    if client is None:
+        return
     with contextlib.suppress(Exception):  # best-effort cleanup of a throwaway prefix
         client.indices.delete(index=f"{es_index_prefix}-*", allow_no_indices=True)
     with contextlib.suppress(Exception):
@@ -217,3 +248,100 @@ def pytest_report_header(config: Any) -> list[str]:
         f"es={os.environ.get('ATLAS_ES_URL') or '-'} "
         f"require_services={REQUIRE_SERVICES}"
     ]
+
+
+# --- parallel workers (pytest-xdist, `make test` runs two: --dist loadgroup) ----------------
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests go to whichever worker is free, but for those that share something costly: the
+    fault suite (its dedicated stack) runs on one worker, and a module with a module-scoped
+    fixture (a browser, Claude Code, a Celery worker) on one worker, so it starts once."""
+    _unique_node_ids(items)
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module.startswith("tests/faults/"):
+            _group(item, "faults")
+        elif _uses_a_module_fixture(item):
+            _group(item, module)
+
+
+def _group(item: pytest.Item, name: str) -> None:
+    """What ``--dist loadgroup`` does with an ``xdist_group`` mark (a node id ending in
+    ``@name``), done here: pytest 9.2 keeps node ids structured, and the assignment xdist 3.8
+    makes to the old string attribute no longer changes the id, so its groups fell apart."""
+    item.add_marker(pytest.mark.xdist_group(name))
+    if "@" not in item.nodeid:
+        _set_node_id(item, f"{item.nodeid}@{name}")
+
+
+def _set_node_id(item: pytest.Item, nodeid: str) -> None:
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest before 9.2: the id is the string itself
+        item._nodeid = nodeid
+    else:
+        item._id = NodeId.parse(nodeid)
+
+
+def _unique_node_ids(items: list[pytest.Item]) -> None:
+    """Schemathesis gives each API operation's test the function's node id; xdist's schedulers
+    key work by node id, and would run one of them. Each takes its name (which names the
+    operation) instead."""
+    seen = Counter(item.nodeid for item in items)
+    for item in items:
+        if seen[item.nodeid] > 1 and "::" in item.nodeid:
+            _set_node_id(item, f"{item.nodeid.rsplit('::', 1)[0]}::{item.name}")
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope in ("module", "package", "class")
+        for name, definitions in info.name2fixturedefs.items()
+        if name != "_es_indices_per_module"
+        for definition in definitions
+    )
+
+
+# --- the run's report: the cluster's shards (the slowest tests come from --durations) -------
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # an xdist worker: the controller reports
+        output["atlas_shards"] = dict(SHARDS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    shards = getattr(node, "workeroutput", {}).get("atlas_shards", {})
+    SHARDS["peak"] = max(SHARDS["peak"], int(shards.get("peak", 0)))
+    SHARDS["modules"] += int(shards.get("modules", 0))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if getattr(terminalreporter.config, "workerinput", None) is not None:
+        return
+    client = _cleanup_client()
+    if client is None:
+        return
+    try:
+        now = int(client.cluster.health()["active_shards"])
+        limit = client.cluster.get_settings(include_defaults=True, flat_settings=True)
+        per_node = next(
+            (
+                part[key]
+                for part in (limit["persistent"], limit["transient"], limit["defaults"])
+                for key in ("cluster.max_shards_per_node",)
+                if key in part
+            ),
+            "?",
+        )
+    except Exception as exc:  # a report line, never a failure
+        terminalreporter.write_line(f"atlas: the cluster's shard count is unknown ({exc!r})")
+        return
+    terminalreporter.write_line(
+        f"atlas: Elasticsearch shards: at most {SHARDS['peak']} at the end of a test module "
+        f"({SHARDS['modules']} modules), {now} at the end of the run "
+        f"(cluster.max_shards_per_node {per_node})"
+    )

@@ -365,7 +365,7 @@ pg_start() {
     log "postgresql already running"
   else
     as_svc "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t 60 -o \
-      "-c listen_addresses=127.0.0.1 -p $ATLAS_PG_PORT -c unix_socket_directories=$PG_SOCKET_DIR -c synchronous_commit=off" \
+      "-c listen_addresses=127.0.0.1 -p $ATLAS_PG_PORT -c unix_socket_directories=$PG_SOCKET_DIR -c synchronous_commit=off -c fsync=off -c full_page_writes=off" \
       >/dev/null || { tail -n 30 "$PG_LOG" >&2 || true; die "pg_ctl start failed"; }
   fi
   local i

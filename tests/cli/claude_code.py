@@ -9,6 +9,7 @@ so a test can read what reached the model (the SessionStart brief arrives there)
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import threading
@@ -25,8 +26,18 @@ def install() -> Path:
     """The ``claude`` binary (npm install into var/claude-code-<version>, cached)."""
     prefix = ROOT / "var" / f"claude-code-{VERSION}"
     binary = prefix / "node_modules" / ".bin" / "claude"
+    prefix.mkdir(parents=True, exist_ok=True)
+    # One install at a time: parallel test workers share var/.
+    with open(prefix.parent / f"claude-code-{VERSION}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _install_into(prefix, binary)
+    if not _works(binary):  # a stub (install scripts not run) prints an error and exits 0
+        raise RuntimeError(f"{binary} is not Claude Code {VERSION}")
+    return binary
+
+
+def _install_into(prefix: Path, binary: Path) -> None:
     if not _works(binary):
-        prefix.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [
                 "npm",
@@ -41,9 +52,6 @@ def install() -> Path:
             check=True,
             timeout=600,
         )
-    if not _works(binary):  # a stub (install scripts not run) prints an error and exits 0
-        raise RuntimeError(f"{binary} is not Claude Code {VERSION}")
-    return binary
 
 
 def _works(binary: Path) -> bool:
