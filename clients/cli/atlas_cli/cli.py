@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_cli import __version__, config, hooks, memsync
+from atlas_cli import __version__, account, config, hooks, memsync
 from atlas_cli.api import Client, HttpError, Offline
 from atlas_cli.core import (
     AUTH,
@@ -25,6 +25,7 @@ from atlas_cli.core import (
     OK,
     REFUSED,
     SPOOL,
+    USAGE,
     Context,
     Failure,
     background_sync,
@@ -77,26 +78,61 @@ def read(ctx: Context, method: str, rest: str, body: Any = None, **query: Any) -
 
 # --- commands -----------------------------------------------------------------------------
 def cmd_login(args: argparse.Namespace) -> int:
+    """Save a profile, after the server confirmed the token is one user's, bound to an agent.
+    Only the profile named (``--profile``, else the default one) is written."""
     name = config.profile_name(args.profile)
-    token = args.token
-    if token == "-":  # noqa: S105 - "read it from stdin", not a password
-        token = sys.stdin.readline().strip()
+    token = login_token(args)
+    user, agent = args.user, args.agent
+    if args.no_check:
+        if not user:
+            raise Failure("--no-check needs --user (nothing asks the server who you are)", USAGE)
+        agent = agent or "claude-code"
+    elif not token:
+        raise Failure(
+            "no token: --token T (or - to read stdin), --token-env NAME or ATLAS_TOKEN; "
+            + account.how_to_get_one(user, agent),
+            AUTH,
+        )
+    else:
+        user, agent = account.verify(
+            url=args.url, token=token, user=user, agent=agent, timeout=args.timeout
+        )
     path = config.login(
         name=name,
         url=args.url,
-        user=args.user,
-        agent=args.agent,
-        token=token,
+        user=user,
+        agent=agent,
+        token=token if args.token else None,
         token_env=args.token_env,
     )
     if args.default:
         data = config.load()
         data["default_profile"] = name
         config.save(data)
+    checked = "not checked (--no-check)" if args.no_check else "checked with the server"
     emit(
-        args, {"profile": name, "token_file": str(path) if path else None}, f"profile {name} saved"
+        args,
+        {
+            "profile": name,
+            "user": user,
+            "agent": agent,
+            "checked": not args.no_check,
+            "token_file": str(path) if path else None,
+        },
+        f"profile {name} saved: {user} as {agent} on {args.url} (token {checked})",
     )
     return OK
+
+
+def login_token(args: argparse.Namespace) -> str | None:
+    """The token login was given: --token (``-``: stdin), else the variable --token-env
+    names, else ATLAS_TOKEN."""
+    token = args.token
+    if token == "-":  # noqa: S105 - "read it from stdin", not a password
+        token = sys.stdin.readline().strip()
+    if not token and args.token_env:
+        token = os.environ.get(args.token_env, "").strip()
+    return token or os.environ.get("ATLAS_TOKEN", "").strip() or None
 
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
@@ -134,20 +170,8 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         checks.append({"check": name, "ok": ok, "detail": detail})
 
     check("token", bool(ctx.profile.token), f"from {ctx.profile.token_source}")
-    try:
-        ctx.client.call("GET", "../../healthz", timeout=3)
-        check("server", True, f"{ctx.profile.url} answers")
-    except (Offline, HttpError) as exc:
-        check("server", False, str(exc))
-    try:
-        agents = ctx.client.call("GET", ctx.client.user_path("agents"), timeout=3)
-        slugs = [a.get("slug") for a in agents.get("results", [])]
-        check("token valid", True, f"user {ctx.profile.user}")
-        check("agent", ctx.profile.agent in slugs, f"{ctx.profile.agent} in {slugs}")
-        ctx.client.call("GET", ctx.client.user_path("tasks/current"), timeout=3)
-        check("token bound to agent", True, ctx.profile.agent)
-    except (Offline, HttpError) as exc:
-        check("token valid", False, str(exc))
+    for name, ok, detail in server_checks(ctx):
+        check(name, ok, detail)
     check("project", True, f"{ctx.project.root} -> {ctx.project.key[:12]}")
     places = [
         hooks.settings_path("user", ctx.project.root),
@@ -172,6 +196,29 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     )
     emit(args, {"ok": ok, "checks": checks}, human)
     return OK if ok else ERROR
+
+
+def server_checks(ctx: Context) -> list[tuple[str, bool, str]]:
+    """The server answers (``/healthz``), knows the token, and the token is this profile's
+    user's, bound to its agent. A server that is down fails the first and skips the rest."""
+    client = ctx.client
+    try:
+        client.health(timeout=3)
+    except (Offline, HttpError) as exc:
+        return [("server", False, str(exc)), ("token valid", False, "not checked: no server")]
+    done = [("server", True, f"{ctx.profile.url} answers")]
+    try:
+        info = account.token_info(client, timeout=3)
+    except Failure as exc:
+        return [*done, ("token valid", False, str(exc))]
+    done.append(("token valid", True, f"{info.get('name')} ({info.get('tenant', {}).get('slug')})"))
+    problem = account.bound_problem(info, user=ctx.profile.user, agent=ctx.profile.agent)
+    detail = (
+        f"{problem}; {account.how_to_get_one(ctx.profile.user, ctx.profile.agent)}"
+        if problem
+        else f"user {info.get('user')}, agent {info.get('agent')}"
+    )
+    return [*done, ("token bound to agent", problem is None, detail)]
 
 
 def cmd_remember(args: argparse.Namespace, ctx: Context) -> int:
@@ -926,30 +973,29 @@ HOOKS = {
 
 # --- parser -------------------------------------------------------------------------------
 def parser(prog: str = "atlas") -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument("--profile", default=argparse.SUPPRESS, help="the profile to use")
+    common = common_options()
     p = argparse.ArgumentParser(
         prog=prog,
         description=__doc__,
         parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.set_defaults(profile=None)
     p.add_argument("--version", action="version", version=f"atlas-cli {__version__}")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per server call (10)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, **kw: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], **kw)
 
-    s = add("login", help="save a profile (url, user, agent, token)")
+    s = add("login", help="check a token with the server and save it as a profile")
     s.add_argument("--url", required=True)
-    s.add_argument("--user", required=True, help="your user id on the server")
-    s.add_argument("--agent", default="claude-code", help="the agent the token is bound to")
+    s.add_argument("--user", help="your user id on the server (default: the token's)")
+    s.add_argument("--agent", help="the agent the token is bound to (default: the token's)")
     s.add_argument("--token", help="the token ('-' reads it from stdin); stored owner-only")
     s.add_argument("--token-env", help="read the token from this environment variable instead")
     s.add_argument("--default", action="store_true", help="make it the default profile")
+    s.add_argument(
+        "--no-check", action="store_true", help="save without asking the server (offline setup)"
+    )
     add("status", help="profile, server, project and spool")
     add("doctor", help="check server, token, agent, project, hooks and spool")
 
@@ -1103,8 +1149,36 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None, prog: str = "atlas") -> int:
+def common_options() -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name. Their defaults are
+    SUPPRESS: argparse shares these action objects between the parsers, and a subcommand's
+    default would overwrite what was given before it (`atlas --profile X status` ran as the
+    default profile). ``parse`` fills the defaults in once, after parsing."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document"
+    )
+    common.add_argument("--profile", default=argparse.SUPPRESS, help="the profile to use")
+    common.add_argument(
+        "--timeout", type=float, default=argparse.SUPPRESS, help="seconds per server call (10)"
+    )
+    return common
+
+
+COMMON_DEFAULTS: dict[str, Any] = {"json": False, "profile": None, "timeout": 10.0}
+
+
+def parse(argv: list[str] | None, prog: str = "atlas") -> argparse.Namespace:
+    """The arguments, the common options wherever they were given (after the command wins)."""
     args = parser(prog).parse_args(argv)
+    for name, default in COMMON_DEFAULTS.items():
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    return args
+
+
+def main(argv: list[str] | None = None, prog: str = "atlas") -> int:
+    args = parse(argv, prog)
     if args.command == "hook":
         return cmd_hook(args)
     try:
