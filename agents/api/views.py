@@ -18,6 +18,7 @@ from rest_framework.response import Response
 
 from agents.api import serializers as s
 from agents.api.operations import BatchIn, BatchOut, OperationIn, parse_operation
+from agents.api.refs import operations_apply_linked
 from agents.api.serializers import CLIENT_ID
 from agents.models import Agent
 from agents.selectors import (
@@ -470,11 +471,16 @@ class OperationsView(AgentUserView):
     def post(self, request: Request, user_id: str) -> Response:
         """Replay work done offline: up to ATLAS_OPERATION_BATCH_MAX operations, each with a
         client operation id, each in its own transaction and answered on its own (applied,
-        duplicate, conflict, rejected, retry). An id is remembered ATLAS_OPERATION_TTL_DAYS."""
+        duplicate, conflict, rejected, retry). An id is remembered ATLAS_OPERATION_TTL_DAYS.
+        An argument `{"$ref": "<id>", "field": "<name>"}` is that earlier operation's result
+        field (this batch's, or one applied before): a task's create and its transition
+        travel together. Rate-limited per token in its own scope (ATLAS_RATE_OPERATIONS)."""
         batch = parsed(BatchIn, request.data)["operations"]
-        operations = [parse_operation(self.agent, item) for item in batch]
-        outcomes = operations_apply(user=self.subject, operations=operations)
+        outcomes = operations_apply_linked(agent=self.agent, user=self.subject, items=batch)
         return Response({"results": BatchOut({"results": outcomes}).data["results"]})
+
+    def rate_scope(self, request: Request) -> str:
+        return "operations"  # a replayed backlog never spends the interactive writes' budget
 
 
 class MemoryFilesView(UserView):

@@ -2,8 +2,9 @@
 
 Every write is spooled before the network and never fails because the server is away; every
 read needs the server and exits 3 when it is unreachable. ``--json`` prints one JSON document.
-Exit codes: 0 ok, 1 error, 2 usage, 3 offline (a read), 4 token missing/invalid/revoked,
-5 refused by the server (rejected or conflict), 6 the spool cannot take the write.
+Exit codes: 0 ok, 1 error, 2 usage, 3 offline (a read, or a sync), 4 token missing, invalid,
+revoked or not bound to an agent, 5 refused by the server (rejected or conflict), 6 the spool
+cannot take the write, 7 a sync left operations pending (throttled, out of time, server error).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from atlas_cli.core import (
     ERROR,
     OFFLINE,
     OK,
+    PENDING,
     REFUSED,
     SPOOL,
     USAGE,
@@ -30,7 +32,7 @@ from atlas_cli.core import (
     Failure,
     background_sync,
 )
-from atlas_cli.spool import SpoolError
+from atlas_cli.spool import Report, SpoolError
 
 HOOK_BUDGET_S = float(os.environ.get("ATLAS_HOOK_BUDGET_S", "3"))
 
@@ -440,10 +442,20 @@ def cmd_sync(args: argparse.Namespace, ctx: Context) -> int:
     )
     if not args.quiet:
         emit(args, data, human)
+    return sync_exit(report)
+
+
+def sync_exit(report: Report) -> int:
+    """What a sync's exit says: 4 the token was refused, 3 offline, 7 anything still pending
+    (said on stderr: throttled, budget spent, the server failing), 5 something refused."""
     if report.auth_failed:
         return AUTH
     if report.stopped and report.stopped.startswith("offline"):
         return OFFLINE
+    if report.pending:
+        why = report.stopped or "not delivered yet"
+        print(f"atlas: {report.pending} operations still pending: {why}", file=sys.stderr)
+        return PENDING
     return REFUSED if report.rejected or report.conflict else OK
 
 
