@@ -52,9 +52,12 @@ def entity_get(*, user: User, project_key: str, key: str, deleted: bool = False)
 
 def entity_named(*, user: User, project_key: str, name: str) -> Entity:
     """A live entity by what a note's front matter may call it: its key, else its path, else
-    its file name (``[[stem]]``, any case), else its title (any case, when only one has it)."""
+    its file name (``[[stem]]``, any case, ``.md`` or not), else its title (any case, when only
+    one has it)."""
     project = readable_project(user=user, key=project_key)
-    node = resolve(project, {name}).get(name)
+    names = [name, name.removesuffix(".md")] if name.endswith(".md") else [name]
+    found = resolve(project, set(names))
+    node = next((found[n] for n in names if n in found), None)
     if node is not None:
         return entity_get(user=user, project_key=project_key, key=node.key)
     titled = list(

@@ -119,7 +119,8 @@ def test_related_names_an_entity_as_front_matter_does_key_path_stem_or_title(peo
         found = graph_related(user=people.alice, project_key=project.key, key=name)
         return found.root.key
 
-    for name in ("plan-launch", "docs/plans/launch-plan.md", "launch-plan", "LAUNCH-PLAN"):
+    names = ("plan-launch", "docs/plans/launch-plan.md", "launch-plan", "LAUNCH-PLAN.md")
+    for name in names:
         assert root(name) == "plan-launch", name
     assert root("the launch plan") == "plan-launch"
     with pytest.raises(ValidationError) as twice:

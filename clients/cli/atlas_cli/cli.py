@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_cli import __version__, account, config, hooks, memsync
+from atlas_cli import __version__, account, config, graphtext, hooks, memsync
 from atlas_cli.api import Client, HttpError, Offline
 from atlas_cli.core import (
     AUTH,
@@ -569,11 +569,15 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
         ]
         emit(args, found, "\n".join(lines) or "(no entities)")
     elif sub == "related":
-        emit(args, read(ctx, "GET", "graph/related", project=key, key=args.key, depth=args.depth))
+        found = read(ctx, "GET", "graph/related", project=key, key=args.key, depth=args.depth)
+        emit(args, found, graphtext.related_text(found))
     elif sub == "check-blockers":
-        emit(args, read(ctx, "GET", "graph/blockers", project=key, stale_days=args.stale_days))
+        found = read(ctx, "GET", "graph/blockers", project=key, stale_days=args.stale_days)
+        emit(args, found, graphtext.blockers_text(found))
     elif sub == "semantic-diff":
-        emit(args, read(ctx, "GET", "graph/diff", project=key, since=args.since, until=args.until))
+        until = graphtext.until_moment(args.until)
+        found = read(ctx, "GET", "graph/diff", project=key, since=args.since, until=until)
+        emit(args, found, graphtext.diff_text(found))
     elif sub == "gen-handoff":
         found = read(
             ctx,
@@ -582,8 +586,9 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
             project=key,
             hours=args.hours,
             machine_key=config.machine_key(),
+            narrate=args.narrate or None,
         )  # JSON (the default output): the brief is its "markdown" field
-        emit(args, found, found.get("markdown", ""))
+        emit(args, found, graphtext.handoff_text(found))
     elif sub == "reconcile":
         root = ctx.project.root
         roots = args.root or [""]
@@ -1092,16 +1097,24 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s = g.add_parser("search", parents=[common])
     s.add_argument("query", nargs="+")
     s.add_argument("-k", type=int, default=10)
-    s = g.add_parser("related", parents=[common])
-    s.add_argument("key")
+    s = g.add_parser("related", parents=[common], help="what relates to a note")
+    s.add_argument("key", help="the note: its key (front matter id), path, file name or title")
     s.add_argument("--depth", type=int, choices=[1, 2], default=1)
-    s = g.add_parser("check-blockers", parents=[common])
-    s.add_argument("--stale-days", type=int, default=3)
-    s = g.add_parser("semantic-diff", parents=[common])
-    s.add_argument("since")
-    s.add_argument("until")
-    s = g.add_parser("gen-handoff", parents=[common])
+    s = g.add_parser("check-blockers", parents=[common], help="what is blocked, and by what")
+    s.add_argument(
+        "--stale-days",
+        type=float,
+        default=0,
+        help="only blockers idle at least this many days (default 0: every current blocker)",
+    )
+    s = g.add_parser("semantic-diff", parents=[common], help="what changed between two moments")
+    s.add_argument("since", help="ISO date or time (a date: its start)")
+    s.add_argument("until", help="ISO date or time (a date: its end, the day included)")
+    s = g.add_parser("gen-handoff", parents=[common], help="the handoff brief")
     s.add_argument("--hours", type=int, default=24)
+    s.add_argument(
+        "--narrate", action="store_true", help="add the chat model's narrative (if configured)"
+    )
     s = g.add_parser("reconcile", parents=[common])
     s.add_argument("--root", action="append")
     s.add_argument("--apply", action="store_true", help="apply the plan (asks unless --yes)")
