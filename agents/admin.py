@@ -253,7 +253,9 @@ def agent_token_page(model_admin: UserAdmin, request: HttpRequest, pk: int) -> H
     if request.method == "POST" and form.is_valid():
         try:
             issued = agent_machine_token_issue(
-                user=user, agent_slug=form.cleaned_data["agent"], machine=form.cleaned_data["machine"]
+                user=user,
+                agent_slug=form.cleaned_data["agent"],
+                machine=form.cleaned_data["machine"],
             )
         except AtlasError as exc:
             form.add_error(None, exc.message)

@@ -112,6 +112,8 @@ def _resolve(
 def _dependency_outcome(op_id: str, target: str, earlier: Outcome) -> Outcome:
     if earlier.status == "retry":
         message = f"It depends on operation {target!r}, which is to be retried; retry both."
-        return Outcome(op_id, "retry", 503, error={"code": "dependency_pending", "message": message})
+        return Outcome(
+            op_id, "retry", 503, error={"code": "dependency_pending", "message": message}
+        )
     message = f"It depends on operation {target!r}, which was {earlier.status}."
     return Outcome(op_id, "rejected", 422, error={"code": "dependency_failed", "message": message})

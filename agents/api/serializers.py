@@ -93,7 +93,7 @@ class AgentOut(serializers.Serializer[Agent]):
 
 
 class AgentTokenIn(Input):
-    machine = _text(  # type: ignore[assignment]
+    machine = _text(
         "The machine the token is for (its name for people): one token per machine.",
         40,
         required=True,

@@ -11,8 +11,8 @@ from django.db.models import F
 from agents.models import Agent, Machine, Presence
 from agents.selectors import session_get, task_get
 from agents.services.common import audit, client_id, now
-from tenants.models import PlatformToken, User
 from atlas_platform.exceptions import ValidationError
+from tenants.models import PlatformToken, User
 from tenants.services.tokens import IssuedToken, token_issue
 from tenants.services.validation import validate
 

@@ -108,7 +108,9 @@ def test_the_user_page_is_not_found_for_another_tenants_user(acme_client, charli
 
 
 def test_an_auditor_may_not_issue(auditor_client, alice):
-    response = auditor_client.post(agent_token_page(alice), {"agent": "claude-code", "machine": "m"})
+    response = auditor_client.post(
+        agent_token_page(alice), {"agent": "claude-code", "machine": "m"}
+    )
 
     assert response.status_code == 403
     assert not PlatformToken.objects.filter(user=alice).exists()

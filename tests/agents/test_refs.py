@@ -93,8 +93,9 @@ def test_a_reference_to_nothing_known_is_rejected(api, alice_bound):
 
 def test_a_reference_to_an_operation_to_retry_is_retried_too(api, alice_bound):
     down = Unavailable("The store is down.")
-    with mock.patch("agents.services.tasks.task_create", side_effect=down), mock.patch(
-        "agents.api.operations.task_create", side_effect=down
+    with (
+        mock.patch("agents.services.tasks.task_create", side_effect=down),
+        mock.patch("agents.api.operations.task_create", side_effect=down),
     ):
         results = batch(
             api, alice_bound, op("c-1", "task.create", title="Ship it"), start("c-1", "t-1")

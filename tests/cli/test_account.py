@@ -22,7 +22,7 @@ def semantic(user: User) -> int:
     return memory_counts(user=user).get("semantic", 0)
 
 
-def profiles(cli) -> dict:
+def profiles(cli):
     return json.loads((cli.home / "atlas" / "config.json").read_text())
 
 
@@ -43,7 +43,8 @@ def test_login_refuses_a_token_not_bound_to_an_agent_and_says_how_to_get_one(cli
 
     assert done.returncode == 4, done.stderr
     assert "not bound to an agent" in done.stderr
-    assert "Issue an agent-bound token" in done.stderr and "/agents/claude-code/tokens" in done.stderr
+    assert "Issue an agent-bound token" in done.stderr
+    assert "/agents/claude-code/tokens" in done.stderr
     assert "mcp" not in profiles(cli)["profiles"]
 
 
@@ -104,7 +105,8 @@ def test_profile_before_or_after_the_command_writes_to_that_account(cli, server,
 
     remembered = atlas("remember", "The work VPN is wg-3")
     started = atlas("task", "start", "rotate the work keys")
-    status = cli.json(*(["--profile", "work", "status"] if position == "before" else ["status", "--profile", "work"]))  # fmt: skip
+    flag = ["--profile", "work"]
+    status = cli.json(*([*flag, "status"] if position == "before" else ["status", *flag]))
     listed = atlas("task", "list")
 
     assert remembered[0] == 0 and started[0] == 0, (remembered, started)

@@ -201,4 +201,4 @@ def test_hooks_install_never_overwrites_the_original_settings_backup(cli, tmp_pa
     assert kept.read_text() == original  # the file before atlas, whatever came after
     assert all(r["original"] == str(kept) for r in runs)
     assert len(backups) == 5 and len({r["backup"] for r in runs}) == 3  # one per change
-    assert [b.read_text() for b in backups][0] == original
+    assert backups[0].read_text() == original

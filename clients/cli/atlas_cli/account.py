@@ -30,7 +30,9 @@ def token_info(client: Client, *, timeout: float) -> dict[str, Any]:
         raise Failure(f"cannot check the token: {exc}", OFFLINE) from None
     except HttpError as exc:
         if exc.status in (401, 403):
-            raise Failure(f"the server refused the token ({exc.code}: {exc.message})", AUTH) from None
+            raise Failure(
+                f"the server refused the token ({exc.code}: {exc.message})", AUTH
+            ) from None
         where = f"{client.profile.url}/api/v1/token"  # a 404: is the URL the Atlas server?
         code = OFFLINE if exc.status >= 500 else AUTH
         raise Failure(f"cannot check the token at {where}: {exc}", code) from None
@@ -60,7 +62,5 @@ def verify(
     info = token_info(Client(probe), timeout=timeout)
     problem = bound_problem(info, user=user, agent=agent)
     if problem is not None:
-        raise Failure(
-            f"{problem}; {how_to_get_one(user or info.get('user'), agent)}", AUTH, info
-        )
+        raise Failure(f"{problem}; {how_to_get_one(user or info.get('user'), agent)}", AUTH, info)
     return str(info["user"]), str(info["agent"])
