@@ -1,24 +1,36 @@
 """Agents in the admin: agents and machines with presence, sessions, tasks with their
 transitions, messages, projects. Tenant-scoped through ``ScopedModelAdmin``; read-only pages
-(auditors read, never act); one action, for tenant admins: issue a token bound to an agent.
+(auditors read, never act); for tenant admins: issue a token bound to an agent (the agents
+list's action, and the user page's "Issue an agent-bound token" form: agent and machine).
 The tenant dashboard gains the agent activity panel (registered in ``AgentsConfig.ready``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 
 from agents.models import Agent, Machine, Message, Presence, Project, Session, Task, TaskTransition
 from agents.selectors import tenant_activity
-from agents.services.agents import agent_token_issue
+from agents.services.agents import MACHINE_LABEL_MAX, agent_machine_token_issue, agent_token_issue
 from atlas_platform.exceptions import AtlasError
 from tenants.admin import charts
 from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin
 from tenants.admin.dashboard import Panel, render_panel
 from tenants.admin.site import site
 from tenants.admin.tokens import token_issued_page
-from tenants.models import Tenant
+from tenants.admin.users import extend_user_pages
+from tenants.models import Tenant, User
+
+if TYPE_CHECKING:
+    from tenants.admin.users import UserAdmin
 
 
 class ScopedInline(ReadOnlyInline):
@@ -197,3 +209,66 @@ def activity_panel(request: HttpRequest, tenant: Tenant) -> Panel | None:
         "agents.html", activity=activity, sessions_chart=sessions, tasks_chart=tasks
     )
     return Panel("agents", f"Agent activity (last {DAYS} days)", body)
+
+
+# --- the user page: an agent-bound token for one machine ------------------------------------
+class AgentTokenForm(forms.Form):
+    agent = forms.SlugField(
+        initial="claude-code",
+        max_length=50,
+        help_text="The agent the token acts as (registered on first use).",
+    )
+    machine = forms.CharField(
+        max_length=MACHINE_LABEL_MAX,
+        help_text="The machine it is for: one token per machine, each revoked alone.",
+    )
+
+
+@admin.display(description="atlas CLI")
+def agent_token_link(user: User) -> str:
+    return format_html(
+        '<a href="{}">Issue an agent-bound token</a> (for <code>atlas login</code>; one per '
+        "machine, shown once)",
+        reverse("admin:tenants_user_agent_token", args=[user.pk]),
+    )
+
+
+def agent_token_urls(model_admin: UserAdmin) -> list[URLPattern]:
+    def page(request: HttpRequest, pk: int) -> HttpResponse:
+        return agent_token_page(model_admin, request, pk)
+
+    view = model_admin.admin_site.admin_view(page)
+    return [path("<int:pk>/agent-token/", view, name="tenants_user_agent_token")]
+
+
+def agent_token_page(model_admin: UserAdmin, request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the form (agent, machine); POST: the token, shown once. Tenant and platform admins
+    only; another tenant's user is a 404."""
+    user = model_admin.get_queryset(request).filter(pk=pk).select_related("tenant").first()
+    if user is None:
+        raise Http404("No such user.")
+    if not model_admin.has_act_permission(request, user):
+        raise PermissionDenied
+    form = AgentTokenForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            issued = agent_machine_token_issue(
+                user=user,
+                agent_slug=form.cleaned_data["agent"],
+                machine=form.cleaned_data["machine"],
+            )
+        except AtlasError as exc:
+            form.add_error(None, exc.message)
+        else:
+            return token_issued_page(model_admin, request, issued)
+    context: dict[str, Any] = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": f"Issue an agent-bound token for {user.external_id}",
+        "form": form,
+        "submit_label": "Issue token",
+    }
+    return TemplateResponse(request, "admin/atlas/service_form.html", context)
+
+
+extend_user_pages(fields=[agent_token_link], urls=agent_token_urls)

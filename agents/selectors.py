@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from agents.models import Agent, MemoryFile, Message, Presence, Project, Session, Task
+from agents.models import (
+    Agent,
+    AppliedOperation,
+    MemoryFile,
+    Message,
+    Presence,
+    Project,
+    Session,
+    Task,
+)
 from atlas_platform.exceptions import NotFound, PermissionDenied
 from memory.selectors import memory_get_many
 from tenants.models import PlatformToken, Tenant, User
@@ -206,3 +216,15 @@ def memory_file_texts(*, user: User, rows: list[MemoryFile]) -> dict[str, str]:
     """The stored text of each live file's current version, by memory id (the store)."""
     ids = [row.memory_id for row in rows if row.memory_id and not row.deleted]
     return {doc.id: doc.text for doc in memory_get_many(user=user, memory_ids=ids)}
+
+
+# --- the replay ledger ----------------------------------------------------------------------
+def applied_operation_results(*, user: User, operation_ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The results of the user's operations applied with these ids (what a later operation's
+    ``$ref`` reads; ``agents.api.refs``)."""
+    if not operation_ids:
+        return {}
+    rows = AppliedOperation.objects.filter(
+        user=user, operation_id__in=operation_ids, state=AppliedOperation.State.DONE
+    ).values_list("operation_id", "result")
+    return {op_id: result for op_id, result in rows if isinstance(result, dict)}

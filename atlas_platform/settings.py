@@ -452,6 +452,9 @@ SPECTACULAR_SETTINGS = {
 ATLAS_RATE_RECALL = env.str("ATLAS_RATE_RECALL", default="600/min")
 ATLAS_RATE_WRITE = env.str("ATLAS_RATE_WRITE", default="300/min")
 ATLAS_RATE_READ = env.str("ATLAS_RATE_READ", default="1200/min")
+# Batches of replayed operations (POST .../operations, up to 100 operations each): their own
+# bucket, so a machine replaying a backlog never throttles interactive writes and reads.
+ATLAS_RATE_OPERATIONS = env.str("ATLAS_RATE_OPERATIONS", default="120/min")
 CACHES = {"default": env.cache_url("ATLAS_CACHE_URL", default="locmemcache://")}
 # A shared cache (Redis) answers within this or counts as down: the rate limits then degrade to
 # per-process counters (atlas_platform.throttling), they never fail or hang a request.

@@ -1,8 +1,10 @@
 """Per-token rate limits: one bucket per (token, scope), rates read from settings at call time.
 
 Scopes: ``recall`` (ATLAS_RATE_RECALL), ``write`` (ATLAS_RATE_WRITE), ``read``
-(ATLAS_RATE_READ). Counters live in Django's cache (``ATLAS_CACHE_URL``; per process with the
-local-memory default, so set a shared cache such as Redis when running several processes).
+(ATLAS_RATE_READ), ``operations`` (ATLAS_RATE_OPERATIONS: batches of replayed operations, so a
+backlog's replay does not spend the budget of interactive calls). Counters live in Django's
+cache (``ATLAS_CACHE_URL``; per process with the local-memory default, so set a shared cache
+such as Redis when running several processes).
 
 A shared cache that fails or does not answer within its socket timeout
 (``ATLAS_CACHE_TIMEOUT_S``) never fails a request: the check falls back to counters of this

@@ -15,7 +15,17 @@ from agents.models import Project
 from agents.selectors import project_get, project_list
 from agents.services.common import now
 from atlas_platform.exceptions import NotFound, ValidationError
-from knowledge.graph import INVERSE, Graph, Link, Node, Step, around, project_graph, related
+from knowledge.graph import (
+    INVERSE,
+    Graph,
+    Link,
+    Node,
+    Step,
+    around,
+    project_graph,
+    related,
+    resolve,
+)
 from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import BLOCKED_STATUSES, DONE_STATUSES
 from memory.services.documents import searchable_search
@@ -38,6 +48,31 @@ def entity_get(*, user: User, project_key: str, key: str, deleted: bool = False)
     if entity is None:
         raise NotFound(f"No entity {key!r} in this project.", code="entity_not_found")
     return entity
+
+
+def entity_named(*, user: User, project_key: str, name: str) -> Entity:
+    """A live entity by what a note's front matter may call it: its key, else its path, else
+    its file name (``[[stem]]``, any case, ``.md`` or not), else its title (any case, when only
+    one has it)."""
+    project = readable_project(user=user, key=project_key)
+    names = [name, name.removesuffix(".md")] if name.endswith(".md") else [name]
+    found = resolve(project, set(names))
+    node = next((found[n] for n in names if n in found), None)
+    if node is not None:
+        return entity_get(user=user, project_key=project_key, key=node.key)
+    titled = list(
+        Entity.objects.filter(project=project, deleted_at__isnull=True, title__iexact=name)
+        .select_related("project")
+        .order_by("id")[:2]
+    )
+    if len(titled) == 1:
+        return titled[0]
+    if titled:
+        raise ValidationError(
+            f"More than one entity is titled {name!r}; name it by key or path.",
+            code="ambiguous_entity",
+        )
+    raise NotFound(f"No entity {name!r} in this project.", code="entity_not_found")
 
 
 def entity_revisions(*, user: User, project_key: str, key: str) -> list[Revision]:
@@ -151,10 +186,11 @@ class Related:
 
 
 def graph_related(*, user: User, project_key: str, key: str, depth: int = 1) -> Related:
-    """What relates to the entity, to ``depth`` 1 or 2, both directions, cycle-safe."""
+    """What relates to the entity, to ``depth`` 1 or 2, both directions, cycle-safe. The
+    entity is named as front matter names one: its key, path, file name or title."""
     if depth not in (1, 2):
         raise ValidationError("depth must be 1 or 2.", code="bad_depth")
-    root = entity_get(user=user, project_key=project_key, key=key)
+    root = entity_named(user=user, project_key=project_key, name=key)
     steps, links, nodes = related(root.project, root, depth=depth)
     return Related(root, steps, [_edge(nodes, link) for link in links])
 

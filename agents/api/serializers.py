@@ -92,6 +92,25 @@ class AgentOut(serializers.Serializer[Agent]):
     created_at = serializers.DateTimeField(help_text="When it was registered.")
 
 
+class AgentTokenIn(Input):
+    machine = _text(
+        "The machine the token is for (its name for people): one token per machine.",
+        40,
+        required=True,
+    )
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="When it stops working (default: never)."
+    )
+
+
+class AgentTokenOut(serializers.Serializer[Any]):
+    token = serializers.CharField(help_text="The secret: shown this once, never again.")
+    name = serializers.CharField(help_text="The token's label: the agent and the machine.")
+    user = serializers.CharField(help_text="The user it acts for.")
+    agent = serializers.CharField(help_text="The agent it acts as.")
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
 class HeartbeatIn(Input):
     machine_key = _id("A stable key of this installation (the client generates it once).")
     label = _text("The machine's name for people (e.g. `work laptop`).", 200)  # type: ignore[assignment]

@@ -23,6 +23,11 @@ register_converter(ClientIdConverter, "client_id")
 
 urlpatterns = [
     path(f"{USER}/agents", views.AgentsView.as_view(), name="api-agents"),
+    path(
+        f"{USER}/agents/<str:slug>/tokens",
+        views.AgentTokensView.as_view(),
+        name="api-agent-tokens",
+    ),
     path(f"{USER}/heartbeat", views.HeartbeatView.as_view(), name="api-heartbeat"),
     path(f"{USER}/presence", views.PresenceView.as_view(), name="api-presence"),
     path(f"{USER}/projects", views.ProjectsView.as_view(), name="api-projects"),

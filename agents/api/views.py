@@ -18,6 +18,7 @@ from rest_framework.response import Response
 
 from agents.api import serializers as s
 from agents.api.operations import BatchIn, BatchOut, OperationIn, parse_operation
+from agents.api.refs import operations_apply_linked
 from agents.api.serializers import CLIENT_ID
 from agents.models import Agent
 from agents.selectors import (
@@ -32,14 +33,18 @@ from agents.selectors import (
     task_current,
     task_list,
 )
-from agents.services.agents import agent_register, presence_heartbeat
+from agents.services.agents import (
+    agent_machine_token_issue,
+    agent_register,
+    presence_heartbeat,
+)
 from agents.services.messages import message_ack, message_reply, message_send
 from agents.services.operations import operations_apply
 from agents.services.projects import project_register
 from agents.services.sessions import session_end, session_start, session_touch
 from agents.services.tasks import task_create, task_transition
 from atlas_platform.api import error_body
-from atlas_platform.exceptions import ValidationError
+from atlas_platform.exceptions import PermissionDenied, ValidationError
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, WRITE_ERRORS, errors
 from atlas_platform.views import parsed
 from memory.api.base import UserView
@@ -51,6 +56,9 @@ SESSION_ID = OpenApiParameter(
     "session_id", str, OpenApiParameter.PATH, description="The agent's own session id."
 )
 TASK_ID = OpenApiParameter("task_id", int, OpenApiParameter.PATH, description="The task's id.")
+AGENT_SLUG = OpenApiParameter(
+    "slug", str, OpenApiParameter.PATH, description="The agent's slug (e.g. `claude-code`)."
+)
 MESSAGE_ID = OpenApiParameter(
     "message_id", int, OpenApiParameter.PATH, description="A message of the agent's inbox."
 )
@@ -148,6 +156,49 @@ class AgentsView(UserView):
         """Register one of the user's agents (201), or get it back if it exists (200)."""
         done = agent_register(user=self.subject, **parsed(s.AgentIn, request.data))
         return Response(s.AgentOut(done.agent).data, status=_created(done.created))
+
+
+class AgentTokensView(UserView):
+    """Issue a token bound to one of the user's agents, for one machine. The caller needs the
+    tenant's provisioning right (a tenant-wide token issued with it): a user's own token never
+    mints another (a leaked one could outlive its revocation)."""
+
+    idempotent = False  # the answer holds a secret: never kept in the idempotency ledger
+
+    def resolve(self, **kwargs: Any) -> None:
+        token = self.token
+        if token.user_id is not None or not token.allow_provisioning:
+            raise PermissionDenied(
+                "Issuing a token needs a tenant-wide token with the provisioning right; or ask "
+                "an admin: the user's page, 'Issue an agent-bound token'.",
+                code="token_issue_not_allowed",
+            )
+        super().resolve(**kwargs)
+
+    @extend_schema(
+        operation_id="agent_token_issue",
+        tags=TAGS,
+        request=s.AgentTokenIn,
+        parameters=[AGENT_SLUG],
+        responses={201: s.AgentTokenOut, **errors(*WRITE_ERRORS, 403)},
+    )
+    def post(self, request: Request, user_id: str, slug: str) -> Response:
+        """A token bound to the agent `slug` (registered on first use) for one machine: what
+        `atlas login` needs. One per machine, so each is revoked alone. Shown once; audited."""
+        data = parsed(s.AgentTokenIn, request.data)
+        issued = agent_machine_token_issue(user=self.subject, agent_slug=slug, **data)
+        body = {
+            "token": issued.secret,
+            "name": issued.token.name,
+            "user": self.subject.external_id,
+            "agent": issued.token.agent_slug,
+            "expires_at": issued.token.expires_at,
+        }
+        return Response(
+            s.AgentTokenOut(body).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Cache-Control": "no-store"},
+        )
 
 
 class HeartbeatView(AgentUserView):
@@ -420,11 +471,16 @@ class OperationsView(AgentUserView):
     def post(self, request: Request, user_id: str) -> Response:
         """Replay work done offline: up to ATLAS_OPERATION_BATCH_MAX operations, each with a
         client operation id, each in its own transaction and answered on its own (applied,
-        duplicate, conflict, rejected, retry). An id is remembered ATLAS_OPERATION_TTL_DAYS."""
+        duplicate, conflict, rejected, retry). An id is remembered ATLAS_OPERATION_TTL_DAYS.
+        An argument `{"$ref": "<id>", "field": "<name>"}` is that earlier operation's result
+        field (this batch's, or one applied before): a task's create and its transition
+        travel together. Rate-limited per token in its own scope (ATLAS_RATE_OPERATIONS)."""
         batch = parsed(BatchIn, request.data)["operations"]
-        operations = [parse_operation(self.agent, item) for item in batch]
-        outcomes = operations_apply(user=self.subject, operations=operations)
+        outcomes = operations_apply_linked(agent=self.agent, user=self.subject, items=batch)
         return Response({"results": BatchOut({"results": outcomes}).data["results"]})
+
+    def rate_scope(self, request: Request) -> str:
+        return "operations"  # a replayed backlog never spends the interactive writes' budget
 
 
 class MemoryFilesView(UserView):

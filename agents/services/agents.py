@@ -11,6 +11,7 @@ from django.db.models import F
 from agents.models import Agent, Machine, Presence
 from agents.selectors import session_get, task_get
 from agents.services.common import audit, client_id, now
+from atlas_platform.exceptions import ValidationError
 from tenants.models import PlatformToken, User
 from tenants.services.tokens import IssuedToken, token_issue
 from tenants.services.validation import validate
@@ -51,6 +52,26 @@ def agent_token_issue(
         issued.token.agent_slug = agent.slug
         audit("agent.token_bind", user=user, target=agent, agent=agent, token=issued.token.pk)
     return issued
+
+
+MACHINE_LABEL_MAX = 40
+
+
+def agent_machine_token_issue(
+    *, user: User, agent_slug: str, machine: str, expires_at: datetime | None = None
+) -> IssuedToken:
+    """A token for one agent of ``user`` on one machine (the agent is registered on first use):
+    one token per machine, so a lost laptop's token is revoked without touching the others. The
+    machine's label names the token (``claude-code on work-laptop``); shown once."""
+    label = " ".join(machine.split())
+    if not label or len(label) > MACHINE_LABEL_MAX:
+        raise ValidationError(
+            f"Name the machine in 1-{MACHINE_LABEL_MAX} characters.",
+            code="invalid",
+            fields={"machine": ["Required, at most 40 characters."]},
+        )
+    agent = agent_register(user=user, slug=agent_slug).agent
+    return agent_token_issue(agent=agent, name=f"{agent.slug} on {label}", expires_at=expires_at)
 
 
 def presence_heartbeat(

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from agents.models import Agent, Message, Task
 from agents.selectors import inbox_message
+from agents.services.agents import agent_register
 from agents.services.common import audit, clean_tags, now
 from atlas_platform.exceptions import NotFound, ValidationError
 from tenants.models import User
@@ -17,15 +18,18 @@ from tenants.services.validation import validate
 
 
 def _recipient(sender: Agent, user_id: str | None, slug: str) -> Agent:
-    """An agent of the sender's tenant: another tenant's looks exactly like a missing one."""
+    """An agent of the sender's tenant: another tenant's looks exactly like a missing one.
+    One of the sender's own user not registered yet is registered now, so the message waits in
+    its inbox (an agent installed later reads it) instead of failing on a later replay."""
     user = sender.user
-    if user_id is not None and user_id != user.external_id:
-        found = User.objects.filter(
-            tenant_id=user.tenant_id, external_id=user_id, status=User.Status.ACTIVE
-        ).first()
-        if found is None:
-            raise NotFound(f"No agent {slug!r} of user {user_id!r}.", code="agent_not_found")
-        user = found
+    if user_id is None or user_id == user.external_id:
+        return agent_register(user=user, slug=slug).agent
+    found = User.objects.filter(
+        tenant_id=user.tenant_id, external_id=user_id, status=User.Status.ACTIVE
+    ).first()
+    if found is None:
+        raise NotFound(f"No agent {slug!r} of user {user_id!r}.", code="agent_not_found")
+    user = found
     agent = Agent.objects.filter(user=user, slug=slug).select_related("user").first()
     if agent is None:
         raise NotFound(f"No agent {slug!r} of user {user.external_id!r}.", code="agent_not_found")
@@ -58,7 +62,6 @@ def message_send(
     default the sender's own user). A new message opens a thread."""
     message = Message(
         sender=sender,
-        recipient=_recipient(sender, to_user, to_agent),
         kind=kind,
         priority=priority,
         subject=subject.strip(),
@@ -67,6 +70,9 @@ def message_send(
         thread=uuid.uuid4().hex,
         created_at=now(),
     )
+    # checked before anything is written: finding the recipient may register it
+    validate(message, exclude=["sender", "recipient", "reply_to"])
+    message.recipient = _recipient(sender, to_user, to_agent)
     return _save(message)
 
 

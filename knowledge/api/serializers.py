@@ -121,7 +121,9 @@ class SearchIn(Input):
 
 class RelatedIn(Input):
     project = _project()
-    key = StrictCharField(max_length=200, help_text="The entity's key.")
+    key = StrictCharField(
+        max_length=500, help_text="The entity: its key, path, file name (stem) or title."
+    )
     depth = serializers.IntegerField(min_value=1, max_value=2, default=1, help_text="1 or 2.")
 
 

@@ -23,6 +23,10 @@ class TokenOut(serializers.Serializer[Any]):
         choices=["user", "tenant"], help_text="user: one user; tenant: any user of the tenant."
     )
     user = serializers.CharField(allow_null=True, help_text="External id for a user token.")
+    agent = serializers.CharField(
+        allow_null=True,
+        help_text="The agent a user token is bound to (it acts as that agent), else null.",
+    )
     allow_catalog = serializers.BooleanField(help_text="May manage the tenant catalog.")
     allow_provisioning = serializers.BooleanField(help_text="May provision users (/users).")
     expires_at = serializers.DateTimeField(allow_null=True)

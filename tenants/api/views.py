@@ -18,7 +18,8 @@ class TokenView(APIView):
 
     @extend_schema(tags=["token"], responses={200: TokenOut, **errors(401)})
     def get(self, request: Request) -> Response:
-        """Who the calling token is: tenant, scope (user or tenant), catalog rights, expiry."""
+        """Who the calling token is: tenant, scope (user or tenant), the agent it is bound to,
+        catalog rights, expiry."""
         token = request.auth
         if not isinstance(token, PlatformToken):  # only token authentication is configured
             raise NotAuthenticated()
@@ -28,6 +29,7 @@ class TokenView(APIView):
                 "tenant": {"slug": token.tenant.slug, "name": token.tenant.name},
                 "scope": token.scope,
                 "user": token.user.external_id if token.user else None,
+                "agent": token.agent_slug or None,
                 "allow_catalog": token.allow_catalog,
                 "allow_provisioning": token.allow_provisioning,
                 "expires_at": token.expires_at,

@@ -165,7 +165,7 @@ BAD_INPUT = [
         {"to_state": "completed", "expected_version": 1},
         404,
     ),
-    ("POST", "users/alice/messages", {"to_agent": "nobody", "body": "hi"}, 404),
+    ("POST", "users/alice/messages", {"to_agent": "x", "to_user": "nobody", "body": "hi"}, 404),
     ("POST", "users/alice/messages", {"to_agent": "claude-code", "body": ""}, 400),
     ("POST", "users/alice/messages/12345/ack", None, 404),
     ("POST", "users/alice/projects", {"remote": "not a remote"}, 400),

@@ -75,7 +75,7 @@ def test_another_tenants_agent_looks_like_a_missing_one(alice_agent, charlie_age
     assert Message.objects.count() == 0
 
 
-def test_bad_messages_are_refused_and_nothing_is_sent(alice_agent, settings):
+def test_bad_messages_are_refused_and_nothing_is_sent(alice_agent, bob, settings):
     settings.ATLAS_MESSAGE_MAX_CHARS = 10
     for bad in (
         {"body": "x" * 11},
@@ -85,8 +85,10 @@ def test_bad_messages_are_refused_and_nothing_is_sent(alice_agent, settings):
     ):
         with pytest.raises(ValidationError):
             message_send(sender=alice_agent, to_agent="claude-code", **bad)
-    with pytest.raises(NotFound):
-        message_send(sender=alice_agent, to_agent="no-such-agent", body="ok")
+    with pytest.raises(ValidationError):
+        message_send(sender=alice_agent, to_agent="Not A Slug!", body="ok")
+    with pytest.raises(NotFound):  # another user's agents are never made up
+        message_send(sender=alice_agent, to_user="bob", to_agent="no-such-agent", body="ok")
 
     assert Message.objects.count() == 0
 
@@ -105,3 +107,20 @@ def test_the_audit_keeps_ids_never_text(alice_agent, bob_agent):
         text = str(event.metadata)
         assert "Secret" not in text and "0000" not in text and "Burn" not in text
         assert event.metadata["thread"] == sent.thread
+
+
+def test_a_message_to_an_own_agent_not_registered_yet_waits_in_its_inbox(alice, alice_agent):
+    sent = message_send(sender=alice_agent, to_agent="codex", body="the build is yours")
+    codex = alice.agents.get(slug="codex")
+
+    assert sent.recipient == codex
+    assert [m.body for m in inbox(agent=codex, unread_only=True)] == ["the build is yours"]
+
+
+def test_a_bad_message_to_an_unregistered_agent_registers_nothing(alice, alice_agent):
+    with pytest.raises(ValidationError):
+        message_send(sender=alice_agent, to_agent="codex", body="   ")
+    with pytest.raises(ValidationError):
+        message_send(sender=alice_agent, to_agent="codex", body="x", kind="shouting")
+
+    assert not alice.agents.filter(slug="codex").exists()

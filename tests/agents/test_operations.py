@@ -127,7 +127,7 @@ def test_an_invalid_operation_is_rejected_alone(api, alice_bound):
         alice_bound,
         op("a", "task.create", title="ok"),
         op("b", "task.create", title="x", colour="red"),
-        op("c", "message.send", to_agent="nobody-here", body="hi"),
+        op("c", "message.send", to_agent="x", to_user="nobody-here", body="hi"),
         op("d", "task.create", title="also ok"),
     )
 

@@ -51,6 +51,7 @@ schema = load_schema()
 def bearer(store: str, alice: Any, settings: Any) -> Iterator[dict[str, str]]:
     """Alice's user-scoped token; rate limits out of the way; the test's DB connection kept."""
     settings.ATLAS_RATE_RECALL = settings.ATLAS_RATE_WRITE = settings.ATLAS_RATE_READ = "1000/s"
+    settings.ATLAS_RATE_OPERATIONS = "1000/s"
     # As Django's test client does: requests must not close the test's connection.
     for signal in (request_started, request_finished):
         signal.disconnect(close_old_connections)

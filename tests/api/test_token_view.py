@@ -29,12 +29,24 @@ def test_it_says_who_the_token_is(client, alice):
         "tenant": {"slug": "acme", "name": "Acme"},
         "scope": "user",
         "user": "alice",
+        "agent": None,
         "allow_catalog": False,
         "allow_provisioning": False,
         "expires_at": None,
         "isolation_mode": "filter",
     }
     assert response["X-Request-ID"]
+
+
+def test_it_names_the_agent_a_token_is_bound_to(client, alice):
+    from agents.services.agents import agent_register, agent_token_issue
+
+    agent = agent_register(user=alice, slug="claude-code").agent
+    issued = agent_token_issue(agent=agent, name="laptop")
+
+    body = get(client, issued.secret).json()
+
+    assert body["agent"] == "claude-code" and body["user"] == "alice"
 
 
 def test_a_tenant_token_has_tenant_scope(client, acme):

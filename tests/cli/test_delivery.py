@@ -263,3 +263,67 @@ def server_recall(server, body):
             return response
     except urllib.error.HTTPError as exc:
         return exc
+
+
+def test_task_starts_replayed_from_a_backlog_travel_in_one_request(cli, server, proxy):
+    closed = f"http://127.0.0.1:{free_port()}"
+    for n in range(15):
+        assert cli.run("task", "start", f"Task {n}", ATLAS_URL=closed).returncode == 0
+
+    report = cli.json("sync", ATLAS_URL=proxy.url)
+
+    assert report["applied"] == 31 and report["pending"] == 0  # 15 creates, 15 starts, 1 project
+    assert proxy.forwarded == 1  # each create and its transition in the same batch
+    assert set(Task.objects.values_list("state", flat=True)) == {"in_progress"}
+
+
+def backlog(cli, notes: int) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    for n in range(notes):
+        assert cli.run("remember", f"backlog note {n}", ATLAS_URL=closed).returncode == 0
+    with sqlite3.connect(cli.spool_file) as db:  # small batches: several requests
+        db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES ('batch_size', '2')")
+
+
+def test_a_throttled_replay_waits_as_told_and_delivers_everything(cli, server, settings):
+    from django.core.cache import cache
+
+    settings.ATLAS_RATE_OPERATIONS = "1/s"
+    cache.clear()
+    backlog(cli, 3)
+
+    report = cli.run("sync", "--json")
+
+    data = json.loads(report.stdout)
+    assert report.returncode == 0, report.stderr
+    assert data["applied"] == 4 and data["pending"] == 0  # the project and 3 notes
+    assert semantic(server.user) == 3
+
+
+def test_a_throttled_replay_out_of_time_exits_7_and_other_machines_go_on(
+    cli, server, settings, atlas_bin, tmp_path
+):
+    from django.core.cache import cache
+
+    from agents.models import Agent
+    from agents.services.agents import agent_token_issue
+    from tests.cli.conftest import Cli
+
+    settings.ATLAS_RATE_OPERATIONS = "1/min"
+    cache.clear()
+    backlog(cli, 3)
+    desk = Cli(bin=atlas_bin, home=tmp_path / "desk", machine="desk", url=server.url)
+    desk.home.mkdir()
+    desk_token = agent_token_issue(agent=Agent.objects.get(slug="claude-code"), name="desk")
+    desk.run("login", "--url", server.url, "--token", desk_token.secret)
+
+    throttled = cli.run("sync", "--budget", "5", "--json")
+    other = desk.json("remember", "the desk machine writes on")
+    still = cli.json("status")
+
+    data = json.loads(throttled.stdout)
+    assert throttled.returncode == 7 and data["throttled"] and data["pending"] > 0
+    assert "still pending" in throttled.stderr and "throttled" in throttled.stderr
+    assert other["state"] == "done"  # another machine's token has its own budget
+    assert still["online"] is True  # and this machine's reads are not throttled
+    assert {r["state"] for r in cli.spool_rows()} <= {"done", "pending"}  # nothing lost

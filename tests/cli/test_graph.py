@@ -71,3 +71,45 @@ def test_graph_commands_over_indexed_notes(cli, server, repo):
     assert applied["deleted"] == ["rollout"] and applied["restorable_until"]
     live = set(Entity.objects.filter(deleted_at__isnull=True).values_list("key", flat=True))
     assert live == {"release", "migration", Entity.objects.get(path="notes/standup.md").key}
+
+
+def test_graph_commands_print_text_by_default_and_read_what_people_type(
+    cli, server, repo, settings
+):
+    from tests.consolidation.fake_llm import FakeChatServer
+
+    assert cli.json("entity", "index-all", cwd=repo)["delivery"]["pending"] == 0
+    today = str(timezone.now().date())
+
+    blockers = cli.run("graph", "check-blockers", cwd=repo)  # just indexed: idle 0 days
+    related = {
+        name: cli.run("graph", "related", name, cwd=repo)
+        for name in ("release", "docs/release.md", "Release.md", "ship the release")
+    }
+    diff = cli.run("graph", "semantic-diff", today, today, cwd=repo)  # today, the whole day
+    chat = FakeChatServer()
+    try:
+        settings.ATLAS_CONSOLIDATION_BASE_URL = chat.url
+        settings.ATLAS_CONSOLIDATION_MODEL = "test-narrator"
+        settings.ATLAS_CONSOLIDATION_API_KEY = "test-key"
+        chat.script.append({"narration": "The release waits on the orders migration."})
+        narrated = cli.run("graph", "gen-handoff", "--narrate", cwd=repo)
+    finally:
+        chat.close()
+
+    assert blockers.returncode == 0, blockers.stderr
+    assert blockers.stdout.splitlines()[:2] == [
+        "release [blocked]  Ship the release",
+        "  blocked by migration [in_progress]  Migrate the orders table (idle 0.0 d)",
+    ]
+    for name, done in related.items():
+        assert done.returncode == 0, (name, done.stderr)
+        assert done.stdout.splitlines() == [
+            "release [blocked]  Ship the release",
+            "  blocked_by migration [in_progress]  Migrate the orders table",
+        ], name
+    assert diff.returncode == 0, diff.stderr
+    assert "created: " in diff.stdout and "release" in diff.stdout
+    assert not diff.stdout.lstrip().startswith("{")
+    assert narrated.returncode == 0, narrated.stderr
+    assert "## Narrative\nThe release waits on the orders migration." in narrated.stdout

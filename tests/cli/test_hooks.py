@@ -176,8 +176,29 @@ def test_hooks_install_merges_idempotently_and_uninstall_removes_exactly_its_ent
     assert hooks["PostToolUse"][0] == theirs and installed["model"] == "x"
     assert backups
     assert (
-        cli.run("login", "--url", "http://x", "--user", "u", "--token", "atlas_secret").returncode
+        cli.run(
+            "login", "--url", "http://x", "--user", "u", "--token", "atlas_secret", "--no-check"
+        ).returncode
         == 0
     )
     assert "atlas_" not in settings.read_text() and "token" not in json.dumps(installed).lower()
     assert after == {"model": "x", "hooks": {"PostToolUse": [theirs]}}
+
+
+def test_hooks_install_never_overwrites_the_original_settings_backup(cli, tmp_path):
+    repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps({"model": "mine", "hooks": {}})
+    settings.write_text(original)
+
+    runs = [cli.json("hooks", "install", "--scope", "project", cwd=repo) for _ in range(3)]
+    cli.run("hooks", "uninstall", "--scope", "project", cwd=repo)
+    cli.run("hooks", "install", "--scope", "project", cwd=repo)
+
+    kept = settings.parent / "settings.json.atlas-original"
+    backups = sorted(settings.parent.glob("settings.json.atlas-backup-*"))
+    assert kept.read_text() == original  # the file before atlas, whatever came after
+    assert all(r["original"] == str(kept) for r in runs)
+    assert len(backups) == 5 and len({r["backup"] for r in runs}) == 3  # one per change
+    assert backups[0].read_text() == original

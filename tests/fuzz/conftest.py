@@ -105,7 +105,7 @@ def fuzz_store(settings: Any, tmp_path: Any, db: None) -> Iterator[None]:
     settings.ATLAS_MEMORY_BACKEND = "embedded"
     settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
     settings.ATLAS_ES_URL = ""
-    for scope in ("RECALL", "WRITE", "READ"):
+    for scope in ("RECALL", "WRITE", "READ", "OPERATIONS"):
         setattr(settings, f"ATLAS_RATE_{scope}", "100000/min")
     cache.clear()
     yield

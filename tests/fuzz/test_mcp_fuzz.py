@@ -33,7 +33,7 @@ ARGUMENT_NAMES = sorted(
 
 @pytest.fixture
 def mcp(atlas_server: str, acme: Tenant, alice: User, settings: Any) -> Iterator[dict[str, Any]]:
-    for scope in ("RECALL", "WRITE", "READ"):
+    for scope in ("RECALL", "WRITE", "READ", "OPERATIONS"):
         setattr(settings, f"ATLAS_RATE_{scope}", "100000/min")
     with httpx2.Client(timeout=30) as http:
         yield {"url": atlas_server, "user": issue(acme, alice), "tenant": issue(acme), "http": http}

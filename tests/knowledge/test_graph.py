@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from atlas_platform.exceptions import NotFound, ValidationError
 from knowledge.models import Entity, Revision
 from knowledge.selectors import (
     entity_edges,
@@ -105,6 +106,28 @@ def test_related_to_depth_two_over_a_cycle_ends_and_names_inverse_labels(people)
     }
     one = graph_related(user=people.alice, project_key=project.key, key="b", depth=1)
     assert {(s.key, s.label) for s in one.steps} == {("c", "depends_on"), ("a", "blocks")}
+
+
+def test_related_names_an_entity_as_front_matter_does_key_path_stem_or_title(people):
+    project = project_of(people.alice)
+    note = writer(people.alice, project)
+    note("docs/plans/launch-plan.md", fm(id="plan-launch", title="The Launch Plan", blocked_by="b"))
+    note("docs/b.md", fm(id="b", title="Shared"))
+    note("docs/c.md", fm(id="c", title="Shared"))
+
+    def root(name):
+        found = graph_related(user=people.alice, project_key=project.key, key=name)
+        return found.root.key
+
+    names = ("plan-launch", "docs/plans/launch-plan.md", "launch-plan", "LAUNCH-PLAN.md")
+    for name in names:
+        assert root(name) == "plan-launch", name
+    assert root("the launch plan") == "plan-launch"
+    with pytest.raises(ValidationError) as twice:
+        root("Shared")
+    with pytest.raises(NotFound):
+        root("no such note")
+    assert twice.value.code == "ambiguous_entity"
 
 
 def test_a_diff_reports_a_transition_completion_and_rewrite_and_nothing_for_a_quiet_range(

@@ -22,8 +22,9 @@ class Offline(Exception):
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, body: Any) -> None:
+    def __init__(self, status: int, body: Any, *, retry_after: float | None = None) -> None:
         self.status = status
+        self.retry_after = retry_after  # seconds, from a 429's or 503's Retry-After
         self.body: dict[str, Any] = body if isinstance(body, dict) else {}
         found = self.body.get("error")
         error: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -55,6 +56,22 @@ class Client:
         if query:
             pairs = {k: _q(v) for k, v in query.items() if v is not None}
             url += "?" + urllib.parse.urlencode(pairs)
+        return self.fetch(method, url, body, timeout=timeout, headers=headers)
+
+    def health(self, *, timeout: float | None = None) -> Any:
+        """The server's liveness (``GET /healthz``, beside the API, not under it)."""
+        return self.fetch("GET", f"{self.profile.url}/healthz", timeout=timeout)
+
+    def fetch(
+        self,
+        method: str,
+        url: str,
+        body: Any = None,
+        *,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """One request to ``url`` (JSON in and out), its errors as ``Offline`` / ``HttpError``."""
         data = None if body is None else json.dumps(body).encode("utf-8")
         if not url.startswith(("http://", "https://")):
             raise Offline(f"{self.profile.url!r} is not an http(s) URL")
@@ -73,7 +90,8 @@ class Client:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             raw = exc.read() if exc.fp is not None else b""
-            raise HttpError(exc.code, _json(raw)) from None
+            wait = _seconds(exc.headers.get("Retry-After") if exc.headers else None)
+            raise HttpError(exc.code, _json(raw), retry_after=wait) from None
         except urllib.error.URLError as exc:
             reason = exc.reason
             sent = isinstance(reason, (TimeoutError, socket.timeout))
@@ -100,3 +118,10 @@ def _json(raw: bytes) -> Any:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return {}
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None  # an HTTP date: the caller's own backoff decides

@@ -2,8 +2,9 @@
 
 Every write is spooled before the network and never fails because the server is away; every
 read needs the server and exits 3 when it is unreachable. ``--json`` prints one JSON document.
-Exit codes: 0 ok, 1 error, 2 usage, 3 offline (a read), 4 token missing/invalid/revoked,
-5 refused by the server (rejected or conflict), 6 the spool cannot take the write.
+Exit codes: 0 ok, 1 error, 2 usage, 3 offline (a read, or a sync), 4 token missing, invalid,
+revoked or not bound to an agent, 5 refused by the server (rejected or conflict), 6 the spool
+cannot take the write, 7 a sync left operations pending (throttled, out of time, server error).
 """
 
 from __future__ import annotations
@@ -16,20 +17,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_cli import __version__, config, hooks, memsync
+from atlas_cli import __version__, account, config, graphtext, hooks, memsync
 from atlas_cli.api import Client, HttpError, Offline
 from atlas_cli.core import (
     AUTH,
     ERROR,
     OFFLINE,
     OK,
+    PENDING,
     REFUSED,
     SPOOL,
+    USAGE,
     Context,
     Failure,
     background_sync,
 )
-from atlas_cli.spool import SpoolError
+from atlas_cli.spool import Report, SpoolError
 
 HOOK_BUDGET_S = float(os.environ.get("ATLAS_HOOK_BUDGET_S", "3"))
 
@@ -77,26 +80,61 @@ def read(ctx: Context, method: str, rest: str, body: Any = None, **query: Any) -
 
 # --- commands -----------------------------------------------------------------------------
 def cmd_login(args: argparse.Namespace) -> int:
+    """Save a profile, after the server confirmed the token is one user's, bound to an agent.
+    Only the profile named (``--profile``, else the default one) is written."""
     name = config.profile_name(args.profile)
-    token = args.token
-    if token == "-":  # noqa: S105 - "read it from stdin", not a password
-        token = sys.stdin.readline().strip()
+    token = login_token(args)
+    user, agent = args.user, args.agent
+    if args.no_check:
+        if not user:
+            raise Failure("--no-check needs --user (nothing asks the server who you are)", USAGE)
+        agent = agent or "claude-code"
+    elif not token:
+        raise Failure(
+            "no token: --token T (or - to read stdin), --token-env NAME or ATLAS_TOKEN; "
+            + account.how_to_get_one(user, agent),
+            AUTH,
+        )
+    else:
+        user, agent = account.verify(
+            url=args.url, token=token, user=user, agent=agent, timeout=args.timeout
+        )
     path = config.login(
         name=name,
         url=args.url,
-        user=args.user,
-        agent=args.agent,
-        token=token,
+        user=user,
+        agent=agent,
+        token=token if args.token else None,
         token_env=args.token_env,
     )
     if args.default:
         data = config.load()
         data["default_profile"] = name
         config.save(data)
+    checked = "not checked (--no-check)" if args.no_check else "checked with the server"
     emit(
-        args, {"profile": name, "token_file": str(path) if path else None}, f"profile {name} saved"
+        args,
+        {
+            "profile": name,
+            "user": user,
+            "agent": agent,
+            "checked": not args.no_check,
+            "token_file": str(path) if path else None,
+        },
+        f"profile {name} saved: {user} as {agent} on {args.url} (token {checked})",
     )
     return OK
+
+
+def login_token(args: argparse.Namespace) -> str | None:
+    """The token login was given: --token (``-``: stdin), else the variable --token-env
+    names, else ATLAS_TOKEN."""
+    token = args.token
+    if token == "-":  # noqa: S105 - "read it from stdin", not a password
+        token = sys.stdin.readline().strip()
+    if not token and args.token_env:
+        token = os.environ.get(args.token_env, "").strip()
+    return token or os.environ.get("ATLAS_TOKEN", "").strip() or None
 
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
@@ -134,20 +172,8 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
         checks.append({"check": name, "ok": ok, "detail": detail})
 
     check("token", bool(ctx.profile.token), f"from {ctx.profile.token_source}")
-    try:
-        ctx.client.call("GET", "../../healthz", timeout=3)
-        check("server", True, f"{ctx.profile.url} answers")
-    except (Offline, HttpError) as exc:
-        check("server", False, str(exc))
-    try:
-        agents = ctx.client.call("GET", ctx.client.user_path("agents"), timeout=3)
-        slugs = [a.get("slug") for a in agents.get("results", [])]
-        check("token valid", True, f"user {ctx.profile.user}")
-        check("agent", ctx.profile.agent in slugs, f"{ctx.profile.agent} in {slugs}")
-        ctx.client.call("GET", ctx.client.user_path("tasks/current"), timeout=3)
-        check("token bound to agent", True, ctx.profile.agent)
-    except (Offline, HttpError) as exc:
-        check("token valid", False, str(exc))
+    for name, ok, detail in server_checks(ctx):
+        check(name, ok, detail)
     check("project", True, f"{ctx.project.root} -> {ctx.project.key[:12]}")
     places = [
         hooks.settings_path("user", ctx.project.root),
@@ -172,6 +198,29 @@ def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
     )
     emit(args, {"ok": ok, "checks": checks}, human)
     return OK if ok else ERROR
+
+
+def server_checks(ctx: Context) -> list[tuple[str, bool, str]]:
+    """The server answers (``/healthz``), knows the token, and the token is this profile's
+    user's, bound to its agent. A server that is down fails the first and skips the rest."""
+    client = ctx.client
+    try:
+        client.health(timeout=3)
+    except (Offline, HttpError) as exc:
+        return [("server", False, str(exc)), ("token valid", False, "not checked: no server")]
+    done = [("server", True, f"{ctx.profile.url} answers")]
+    try:
+        info = account.token_info(client, timeout=3)
+    except Failure as exc:
+        return [*done, ("token valid", False, str(exc))]
+    done.append(("token valid", True, f"{info.get('name')} ({info.get('tenant', {}).get('slug')})"))
+    problem = account.bound_problem(info, user=ctx.profile.user, agent=ctx.profile.agent)
+    detail = (
+        f"{problem}; {account.how_to_get_one(ctx.profile.user, ctx.profile.agent)}"
+        if problem
+        else f"user {info.get('user')}, agent {info.get('agent')}"
+    )
+    return [*done, ("token bound to agent", problem is None, detail)]
 
 
 def cmd_remember(args: argparse.Namespace, ctx: Context) -> int:
@@ -393,10 +442,20 @@ def cmd_sync(args: argparse.Namespace, ctx: Context) -> int:
     )
     if not args.quiet:
         emit(args, data, human)
+    return sync_exit(report)
+
+
+def sync_exit(report: Report) -> int:
+    """What a sync's exit says: 4 the token was refused, 3 offline, 7 anything still pending
+    (said on stderr: throttled, budget spent, the server failing), 5 something refused."""
     if report.auth_failed:
         return AUTH
     if report.stopped and report.stopped.startswith("offline"):
         return OFFLINE
+    if report.pending:
+        why = report.stopped or "not delivered yet"
+        print(f"atlas: {report.pending} operations still pending: {why}", file=sys.stderr)
+        return PENDING
     return REFUSED if report.rejected or report.conflict else OK
 
 
@@ -510,11 +569,15 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
         ]
         emit(args, found, "\n".join(lines) or "(no entities)")
     elif sub == "related":
-        emit(args, read(ctx, "GET", "graph/related", project=key, key=args.key, depth=args.depth))
+        found = read(ctx, "GET", "graph/related", project=key, key=args.key, depth=args.depth)
+        emit(args, found, graphtext.related_text(found))
     elif sub == "check-blockers":
-        emit(args, read(ctx, "GET", "graph/blockers", project=key, stale_days=args.stale_days))
+        found = read(ctx, "GET", "graph/blockers", project=key, stale_days=args.stale_days)
+        emit(args, found, graphtext.blockers_text(found))
     elif sub == "semantic-diff":
-        emit(args, read(ctx, "GET", "graph/diff", project=key, since=args.since, until=args.until))
+        until = graphtext.until_moment(args.until)
+        found = read(ctx, "GET", "graph/diff", project=key, since=args.since, until=until)
+        emit(args, found, graphtext.diff_text(found))
     elif sub == "gen-handoff":
         found = read(
             ctx,
@@ -523,8 +586,9 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
             project=key,
             hours=args.hours,
             machine_key=config.machine_key(),
+            narrate=args.narrate or None,
         )  # JSON (the default output): the brief is its "markdown" field
-        emit(args, found, found.get("markdown", ""))
+        emit(args, found, graphtext.handoff_text(found))
     elif sub == "reconcile":
         root = ctx.project.root
         roots = args.root or [""]
@@ -926,30 +990,29 @@ HOOKS = {
 
 # --- parser -------------------------------------------------------------------------------
 def parser(prog: str = "atlas") -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument("--profile", default=argparse.SUPPRESS, help="the profile to use")
+    common = common_options()
     p = argparse.ArgumentParser(
         prog=prog,
         description=__doc__,
         parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.set_defaults(profile=None)
     p.add_argument("--version", action="version", version=f"atlas-cli {__version__}")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per server call (10)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, **kw: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], **kw)
 
-    s = add("login", help="save a profile (url, user, agent, token)")
+    s = add("login", help="check a token with the server and save it as a profile")
     s.add_argument("--url", required=True)
-    s.add_argument("--user", required=True, help="your user id on the server")
-    s.add_argument("--agent", default="claude-code", help="the agent the token is bound to")
+    s.add_argument("--user", help="your user id on the server (default: the token's)")
+    s.add_argument("--agent", help="the agent the token is bound to (default: the token's)")
     s.add_argument("--token", help="the token ('-' reads it from stdin); stored owner-only")
     s.add_argument("--token-env", help="read the token from this environment variable instead")
     s.add_argument("--default", action="store_true", help="make it the default profile")
+    s.add_argument(
+        "--no-check", action="store_true", help="save without asking the server (offline setup)"
+    )
     add("status", help="profile, server, project and spool")
     add("doctor", help="check server, token, agent, project, hooks and spool")
 
@@ -1034,16 +1097,24 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s = g.add_parser("search", parents=[common])
     s.add_argument("query", nargs="+")
     s.add_argument("-k", type=int, default=10)
-    s = g.add_parser("related", parents=[common])
-    s.add_argument("key")
+    s = g.add_parser("related", parents=[common], help="what relates to a note")
+    s.add_argument("key", help="the note: its key (front matter id), path, file name or title")
     s.add_argument("--depth", type=int, choices=[1, 2], default=1)
-    s = g.add_parser("check-blockers", parents=[common])
-    s.add_argument("--stale-days", type=int, default=3)
-    s = g.add_parser("semantic-diff", parents=[common])
-    s.add_argument("since")
-    s.add_argument("until")
-    s = g.add_parser("gen-handoff", parents=[common])
+    s = g.add_parser("check-blockers", parents=[common], help="what is blocked, and by what")
+    s.add_argument(
+        "--stale-days",
+        type=float,
+        default=0,
+        help="only blockers idle at least this many days (default 0: every current blocker)",
+    )
+    s = g.add_parser("semantic-diff", parents=[common], help="what changed between two moments")
+    s.add_argument("since", help="ISO date or time (a date: its start)")
+    s.add_argument("until", help="ISO date or time (a date: its end, the day included)")
+    s = g.add_parser("gen-handoff", parents=[common], help="the handoff brief")
     s.add_argument("--hours", type=int, default=24)
+    s.add_argument(
+        "--narrate", action="store_true", help="add the chat model's narrative (if configured)"
+    )
     s = g.add_parser("reconcile", parents=[common])
     s.add_argument("--root", action="append")
     s.add_argument("--apply", action="store_true", help="apply the plan (asks unless --yes)")
@@ -1103,8 +1174,36 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None, prog: str = "atlas") -> int:
+def common_options() -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name. Their defaults are
+    SUPPRESS: argparse shares these action objects between the parsers, and a subcommand's
+    default would overwrite what was given before it (`atlas --profile X status` ran as the
+    default profile). ``parse`` fills the defaults in once, after parsing."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document"
+    )
+    common.add_argument("--profile", default=argparse.SUPPRESS, help="the profile to use")
+    common.add_argument(
+        "--timeout", type=float, default=argparse.SUPPRESS, help="seconds per server call (10)"
+    )
+    return common
+
+
+COMMON_DEFAULTS: dict[str, Any] = {"json": False, "profile": None, "timeout": 10.0}
+
+
+def parse(argv: list[str] | None, prog: str = "atlas") -> argparse.Namespace:
+    """The arguments, the common options wherever they were given (after the command wins)."""
     args = parser(prog).parse_args(argv)
+    for name, default in COMMON_DEFAULTS.items():
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    return args
+
+
+def main(argv: list[str] | None = None, prog: str = "atlas") -> int:
+    args = parse(argv, prog)
     if args.command == "hook":
         return cmd_hook(args)
     try:

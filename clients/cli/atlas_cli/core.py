@@ -25,6 +25,7 @@ OFFLINE = 3
 AUTH = 4
 REFUSED = 5
 SPOOL = 6
+PENDING = 7  # `atlas sync` ended with operations still pending (throttled, budget, server error)
 
 
 class Failure(Exception):

@@ -1,7 +1,8 @@
 """Claude Code hooks: ``atlas hooks install|uninstall`` and what each hook does.
 
 Installing merges marked entries into ``settings.json`` (user scope: ``$CLAUDE_CONFIG_DIR``
-or ``~/.claude``; project scope: ``<project>/.claude/settings.json``), after a backup, and
+or ``~/.claude``; project scope: ``<project>/.claude/settings.json``), after a backup that
+never overwrites an earlier one (the first is kept as ``settings.json.atlas-original``), and
 never writes a token: the hook command reads the profile. Uninstalling removes exactly the
 marked entries. A hook always exits 0 within its budget and spends no model tokens; what went
 wrong goes to stderr (stdout reaches the model).
@@ -70,9 +71,11 @@ def install(
             group["matcher"] = matcher
         hooks.setdefault(event, []).append(group)
     _write(path, settings)
+    original = path.with_name(f"{path.name}.atlas-original")
     return {
         "settings": str(path),
         "backup": str(backup) if backup else None,
+        "original": str(original) if original.exists() else None,
         "events": sorted(events),
     }
 
@@ -138,11 +141,30 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _backup(path: Path) -> Path | None:
+    """Copy the settings aside before a change, never over an earlier copy: the file as it
+    was before atlas first touched it is kept as ``<name>.atlas-original``, and each change
+    gets its own ``<name>.atlas-backup-<time>[-n]``."""
     if not path.exists():
         return None
-    backup = path.with_name(f"{path.name}.atlas-backup-{time.strftime('%Y%m%d%H%M%S')}")
-    shutil.copy2(path, backup)
-    return backup
+    if MARK not in path.read_text(encoding="utf-8", errors="replace"):
+        _copy_new(path, path.with_name(f"{path.name}.atlas-original"))
+    stamp = f"{path.name}.atlas-backup-{time.strftime('%Y%m%d%H%M%S')}"
+    for n in range(1000):
+        backup = path.with_name(stamp if n == 0 else f"{stamp}-{n}")
+        if _copy_new(path, backup):
+            return backup
+    raise ValueError(f"{path}: too many backups this second; nothing was changed")
+
+
+def _copy_new(source: Path, target: Path) -> bool:
+    """Copy ``source`` to ``target`` only if ``target`` does not exist (False then)."""
+    try:
+        with source.open("rb") as src, target.open("xb") as dst:
+            shutil.copyfileobj(src, dst)
+    except FileExistsError:
+        return False
+    shutil.copystat(source, target)
+    return True
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

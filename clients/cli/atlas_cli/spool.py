@@ -113,6 +113,7 @@ class Report:
     stopped: str | None = None
     auth_failed: bool = False
     busy: bool = False
+    throttled: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +127,7 @@ class Report:
             "stopped": self.stopped,
             "auth_failed": self.auth_failed,
             "busy": self.busy,
+            "throttled": self.throttled,
         }
 
 
@@ -380,7 +382,7 @@ class Spool:
                     },
                 )
                 continue
-            resolved = self._resolve(args)
+            resolved = self._resolve(args, {item["id"] for item in batch})
             if resolved is None:
                 if batch:
                     break
@@ -393,11 +395,16 @@ class Spool:
             batch.append({"seq": seq, "id": op_id, "op": kind, "args": resolved})
         return batch
 
-    def _resolve(self, args: dict[str, Any]) -> dict[str, Any] | str | None:
-        """``{"$ref": op_id, "field": name}`` values replaced by that operation's result."""
+    def _resolve(self, args: dict[str, Any], batch: set[str]) -> dict[str, Any] | str | None:
+        """``{"$ref": op_id, "field": name}`` values replaced by that operation's result; one
+        whose operation travels in this ``batch`` is left for the server to fill in (dependent
+        operations go together). None: it waits; a string: it never can (why)."""
         out: dict[str, Any] = {}
         for key, value in args.items():
             if isinstance(value, dict) and "$ref" in value:
+                if value["$ref"] in batch:
+                    out[key] = value
+                    continue
                 row = self.db.execute(
                     "SELECT state, result FROM ops WHERE id = ?", (value["$ref"],)
                 ).fetchone()
@@ -469,6 +476,8 @@ class Spool:
                     {"id": ids[0], "op": batch[0]["op"], "code": exc.code, "message": exc.message}
                 )
                 return True
+            if exc.status == 429:
+                return self._throttled(client, batch, report, remaining, on_result, exc)
             self._backoff(ids)
             report.retry += len(ids)
             report.stopped = f"server answered {exc.status} {exc.code}"
@@ -484,6 +493,30 @@ class Spool:
         if len(batch) >= self.batch_size() and self.batch_size() < BATCH:
             self.put("batch_size", str(min(BATCH, self.batch_size() * 2)))
         return True
+
+    def _throttled(
+        self,
+        client: Client,
+        batch: list[dict[str, Any]],
+        report: Report,
+        remaining: float,
+        on_result: Callable[[Spool, dict[str, Any], dict[str, Any]], None] | None,
+        exc: HttpError,
+    ) -> bool:
+        """Past the token's rate limit: wait as told and send the batch again when the budget
+        allows it, else keep it pending until then and say so (never a silent stop)."""
+        wait = exc.retry_after if exc.retry_after is not None else 1.0
+        report.sent -= len(batch)
+        if wait + 1.0 < remaining:
+            time.sleep(wait)
+            return self._send(client, batch, report, remaining - wait, on_result)
+        self._backoff([item["id"] for item in batch], floor_s=wait)
+        report.throttled = True
+        report.stopped = (
+            f"throttled by the server (rate limit): {len(batch)} operations wait {wait:.0f} s; "
+            "nothing is lost, `atlas sync` sends them then"
+        )
+        return False
 
     def _record(
         self,
@@ -536,7 +569,7 @@ class Spool:
                 ),
             )
 
-    def _backoff(self, ids: list[str], error: Any = None) -> None:
+    def _backoff(self, ids: list[str], error: Any = None, *, floor_s: float = 0.0) -> None:
         base = float(os.environ.get("ATLAS_BACKOFF_BASE_S", "2"))
         now = time.time()
         with self.tx() as db:
@@ -546,6 +579,7 @@ class Spool:
                 ).fetchone()
                 delay = min(BACKOFF_CAP_S, base * 2 ** max(0, attempts - 1))
                 delay *= random.uniform(0.5, 1.5)  # noqa: S311 - jitter: machines back online do not stampede
+                delay = max(delay, floor_s)
                 db.execute(
                     "UPDATE ops SET next_at = ?, status = 'retry', error = ? WHERE id = ?",
                     (now + delay, None if error is None else json.dumps(error), op_id),
