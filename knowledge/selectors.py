@@ -15,7 +15,17 @@ from agents.models import Project
 from agents.selectors import project_get, project_list
 from agents.services.common import now
 from atlas_platform.exceptions import NotFound, ValidationError
-from knowledge.graph import INVERSE, Graph, Link, Node, Step, around, project_graph, related
+from knowledge.graph import (
+    INVERSE,
+    Graph,
+    Link,
+    Node,
+    Step,
+    around,
+    moved_entities,
+    project_graph,
+    related,
+)
 from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import BLOCKED_STATUSES, DONE_STATUSES
 from memory.services.documents import searchable_search
@@ -34,10 +44,18 @@ def entity_get(*, user: User, project_key: str, key: str, deleted: bool = False)
     rows = Entity.objects.filter(project=project, key=key).select_related("project")
     if not deleted:
         rows = rows.filter(deleted_at__isnull=True)
-    entity = rows.first()
+    entity = rows.first() or _moved_from(project, key)
     if entity is None:
         raise NotFound(f"No entity {key!r} in this project.", code="entity_not_found")
     return entity
+
+
+def _moved_from(project: Project, key: str) -> Entity | None:
+    """The live entity that had ``key`` (or that path or file name) before it moved."""
+    node = moved_entities(project, {key}).get(key)
+    if node is None:
+        return None
+    return Entity.objects.filter(pk=node.id).select_related("project").first()
 
 
 def entity_revisions(*, user: User, project_key: str, key: str) -> list[Revision]:

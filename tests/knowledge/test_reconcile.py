@@ -15,6 +15,8 @@ from knowledge.services.reconcile import reconcile_apply, reconcile_plan
 from tenants.models import AuditEvent
 from tests.knowledge.conftest import fm, project_of, writer
 
+MACHINE = "laptop"
+
 pytestmark = pytest.mark.services
 
 
@@ -27,14 +29,14 @@ def layout(alice, bob, store):
     """Alice's app: docs/ (5 notes) and notes/ (2); her other project and Bob's project have
     notes under docs/ too."""
     app = project_of(alice)
-    note = writer(alice, app)
+    note = writer(alice, app, MACHINE)
     for n in range(5):
         note(f"docs/d{n}.md", fm(body=f"doc {n}\n"))
     note("notes/n0.md", "n0\n")
     note("notes/n1.md", "n1\n")
     other = project_of(alice, remote="git@github.com:acme/other.git")
-    writer(alice, other)("docs/d4.md", "other project\n")
-    writer(bob, project_of(bob))("docs/d4.md", "bob's\n")
+    writer(alice, other, MACHINE)("docs/d4.md", "other project\n")
+    writer(bob, project_of(bob), MACHINE)("docs/d4.md", "bob's\n")
     return app
 
 
@@ -46,7 +48,7 @@ def live(project) -> set[str]:
 
 def refused(code: str, **kw) -> None:
     with pytest.raises(AtlasError) as caught:
-        reconcile_plan(**kw)
+        reconcile_plan(machine_key=MACHINE, **kw)
     assert caught.value.code == code, caught.value
 
 
@@ -79,7 +81,9 @@ def test_the_guards_refuse_and_nothing_is_deleted(alice, layout):
         files=files("docs/d0.md", "docs/d1.md"),
     )
     with pytest.raises(AtlasError) as caught:
-        reconcile_plan(user=alice, project_key=key, roots=["docs"], files=files("../x.md"))
+        reconcile_plan(
+            machine_key=MACHINE, user=alice, project_key=key, roots=["docs"], files=files("../x.md")
+        )
     assert caught.value.code == "bad_path"
     assert Entity.objects.filter(deleted_at=None).count() == before
     assert not ReconcileRun.objects.exists()
@@ -87,7 +91,9 @@ def test_the_guards_refuse_and_nothing_is_deleted(alice, layout):
 
 def test_only_the_missing_docs_of_that_project_are_candidates(alice, bob, layout):
     present = files("docs/d0.md", "docs/d1.md", "docs/d2.md", "docs/d3.md")
-    plan = reconcile_plan(user=alice, project_key=layout.key, roots=["docs/"], files=present)
+    plan = reconcile_plan(
+        machine_key=MACHINE, user=alice, project_key=layout.key, roots=["docs/"], files=present
+    )
     assert [c["path"] for c in plan.candidates] == ["docs/d4.md"]
     assert plan.entities_under_roots == 5
     receipt = reconcile_apply(user=alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
@@ -101,7 +107,11 @@ def test_only_the_missing_docs_of_that_project_are_candidates(alice, bob, layout
     with pytest.raises(NotFound):
         reconcile_apply(user=bob, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
     his = reconcile_plan(
-        user=bob, project_key=layout.key, roots=["docs"], files=files("docs/d4.md")
+        machine_key=MACHINE,
+        user=bob,
+        project_key=layout.key,
+        roots=["docs"],
+        files=files("docs/d4.md"),
     )
     assert his.project.user_id == bob.pk and his.candidates == [] and his.entities_under_roots == 1
     assert ReconcileRun.objects.get(pk=plan.pk).status == "applied"  # not superseded by Bob's
@@ -110,11 +120,21 @@ def test_only_the_missing_docs_of_that_project_are_candidates(alice, bob, layout
 def test_a_forced_plan_may_delete_more_and_a_stale_plan_is_refused(alice, layout):
     two = files("docs/d0.md", "docs/d1.md")
     first = reconcile_plan(
-        user=alice, project_key=layout.key, roots=["docs"], files=two, force=True
+        machine_key=MACHINE,
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
+        files=two,
+        force=True,
     )
     assert len(first.candidates) == 3
     second = reconcile_plan(
-        user=alice, project_key=layout.key, roots=["docs"], files=two, force=True
+        machine_key=MACHINE,
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
+        files=two,
+        force=True,
     )
     with pytest.raises(Conflict) as caught:  # superseded by the newer plan
         reconcile_apply(user=alice, plan_id=str(first.pk), manifest_hash=first.manifest_hash)
@@ -122,12 +142,17 @@ def test_a_forced_plan_may_delete_more_and_a_stale_plan_is_refused(alice, layout
     with pytest.raises(Conflict):  # another manifest
         reconcile_apply(user=alice, plan_id=str(second.pk), manifest_hash="f" * 64)
     # A candidate changed after the plan: refused, nothing deleted.
-    writer(alice, layout)("docs/d4.md", fm(body="edited again\n"), base=1)
+    writer(alice, layout, MACHINE)("docs/d4.md", fm(body="edited again\n"), base=1)
     with pytest.raises(Conflict):
         reconcile_apply(user=alice, plan_id=str(second.pk), manifest_hash=second.manifest_hash)
     assert len(live(layout)) == 7
     third = reconcile_plan(
-        user=alice, project_key=layout.key, roots=["docs"], files=two, force=True
+        machine_key=MACHINE,
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
+        files=two,
+        force=True,
     )
     reconcile_apply(user=alice, plan_id=str(third.pk), manifest_hash=third.manifest_hash)
     with pytest.raises(Conflict):  # applied already
@@ -138,6 +163,7 @@ def test_a_forced_plan_may_delete_more_and_a_stale_plan_is_refused(alice, layout
 def test_an_expired_plan_is_refused(alice, layout, settings):
     settings.ATLAS_RECONCILE_PLAN_TTL_S = 0
     plan = reconcile_plan(
+        machine_key=MACHINE,
         user=alice,
         project_key=layout.key,
         roots=["docs"],
@@ -149,11 +175,12 @@ def test_an_expired_plan_is_refused(alice, layout, settings):
 
 def test_a_tombstone_is_restored_with_its_history_and_is_searchable_again(people):
     project = project_of(people.alice)
-    note = writer(people.alice, project)
+    note = writer(people.alice, project, MACHINE)
     note("docs/a.md", fm(id="a", blocked_by="b", body="Quarterly penguin census results.\n"))
     note("docs/b.md", fm(id="b", body="Counting method.\n"))
     note("docs/c.md", fm(id="c", body="Keep.\n"))
     plan = reconcile_plan(
+        machine_key=MACHINE,
         user=people.alice,
         project_key=project.key,
         roots=["docs"],
@@ -174,6 +201,7 @@ def test_a_tombstone_is_restored_with_its_history_and_is_searchable_again(people
 
 def test_a_tombstone_older_than_the_restore_window_is_not_restorable(alice, layout):
     plan = reconcile_plan(
+        machine_key=MACHINE,
         user=alice,
         project_key=layout.key,
         roots=["docs"],
