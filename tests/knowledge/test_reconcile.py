@@ -3,6 +3,7 @@ and roots are candidates; a stale plan is refused; a tombstone is restored with 
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 
 import pytest
@@ -48,7 +49,7 @@ def live(project) -> set[str]:
 
 def refused(code: str, **kw) -> None:
     with pytest.raises(AtlasError) as caught:
-        reconcile_plan(machine_key=MACHINE, **kw)
+        reconcile_plan(**{"machine_key": MACHINE, **kw})
     assert caught.value.code == code, caught.value
 
 
@@ -214,3 +215,103 @@ def test_a_tombstone_older_than_the_restore_window_is_not_restorable(alice, layo
     with pytest.raises(Conflict) as caught:
         entity_restore(user=alice, project_key=layout.key, key=entity.key)
     assert caught.value.code == "not_restorable"
+
+
+def test_a_checkout_behind_deletes_nothing_it_has_not_seen_and_says_why(alice, store):
+    """Machine B's checkout lacks the two notes A wrote since: they are kept, not deleted,
+    each with the reason; once B indexed one of them, B may delete that one."""
+    project = project_of(alice)
+    on_a, on_b = writer(alice, project, "laptop-a"), writer(alice, project, "desktop-b")
+    for n in range(3):
+        on_a(f"docs/shared{n}.md", f"shared {n}\n")
+        on_b(f"docs/shared{n}.md", f"shared {n}\n")  # unchanged: B has them too
+    on_a("docs/new1.md", "A's new note\n")
+    on_a("docs/new2.md", "A's other new note\n")
+    shared = files(*(f"docs/shared{n}.md" for n in range(3)))
+
+    plan = reconcile_plan(
+        user=alice, project_key=project.key, roots=["docs"], files=shared, machine_key="desktop-b"
+    )
+    assert plan.candidates == [] and plan.moves == []
+    assert [(k["path"], k["reason"]) for k in plan.kept] == [
+        ("docs/new1.md", "not_seen"),
+        ("docs/new2.md", "not_seen"),
+    ]
+    assert "laptop-a" in plan.kept[0]["why"] and "behind" in plan.kept[0]["why"]
+    reconcile_apply(user=alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
+    assert live(project) >= {"docs/new1.md", "docs/new2.md"}
+
+    anonymous = reconcile_plan(user=alice, project_key=project.key, roots=["docs"], files=shared)
+    assert anonymous.candidates == [] and {k["reason"] for k in anonymous.kept} == {"no_machine"}
+
+    on_b("docs/new1.md", "A's new note\n")  # B pulled and indexed it, then deleted the file
+    seen = reconcile_plan(
+        user=alice, project_key=project.key, roots=["docs"], files=shared, machine_key="desktop-b"
+    )
+    assert [(c["path"], c["reason"]) for c in seen.candidates] == [
+        ("docs/new1.md", "missing_and_seen")
+    ]
+    assert [k["path"] for k in seen.kept] == ["docs/new2.md"]
+    # A, which wrote both, may delete both (2 of 5 is above 10 %: it takes force).
+    refused(
+        "too_many_deletions",
+        user=alice,
+        project_key=project.key,
+        roots=["docs"],
+        files=shared,
+        machine_key="laptop-a",
+    )
+
+
+def test_a_later_version_from_another_machine_is_not_deleted_by_the_first(alice, store):
+    project = project_of(alice)
+    on_a, on_b = writer(alice, project, "laptop-a"), writer(alice, project, "desktop-b")
+    on_a("docs/keep.md", "keep\n")
+    on_a("docs/plan.md", "v1\n")
+    on_b("docs/plan.md", "v2 from B\n", base=1)
+    plan = reconcile_plan(
+        user=alice,
+        project_key=project.key,
+        roots=["docs"],
+        files=files("docs/keep.md"),
+        machine_key="laptop-a",
+    )
+    assert plan.candidates == [] and [k["reason"] for k in plan.kept] == ["not_seen"]
+    assert "desktop-b" in plan.kept[0]["why"]
+
+
+def test_reconcile_moves_a_note_found_by_content_or_by_id_instead_of_deleting_it(alice, store):
+    project = project_of(alice)
+    note = writer(alice, project, MACHINE)
+    note("docs/keep.md", "keep\n")
+    moved_text = "# Walrus tally\n\nCount them.\n"
+    note("docs/tally.md", moved_text)
+    note("docs/census.md", fm(id="census", body="Census.\n"))
+    note("docs/index.md", "See [[tally]] and [[census]].\n")
+    manifest = [
+        {"path": "docs/keep.md", "hash": "0" * 64},
+        {"path": "docs/index.md", "hash": "0" * 64},
+        {"path": "notes/walrus.md", "hash": hashlib.sha256(moved_text.encode()).hexdigest()},
+        {"path": "notes/census.md", "hash": "1" * 64, "id": "census"},  # edited as well
+    ]
+    plan = reconcile_plan(
+        user=alice, project_key=project.key, roots=[""], files=manifest, machine_key=MACHINE
+    )
+    assert plan.candidates == [] and plan.kept == []
+    assert [(m["key"], m["to"]) for m in plan.moves] == [
+        ("census", "notes/census.md"),
+        ("note:docs-tally", "notes/walrus.md"),
+    ]
+    receipt = reconcile_apply(user=alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)
+    assert receipt.deleted == [] and receipt.moved == [
+        {"before": "census", "key": "census"},
+        {"before": "note:docs-tally", "key": "note:notes-walrus"},
+    ]
+    walrus = Entity.objects.get(key="note:notes-walrus")
+    assert walrus.path == "notes/walrus.md" and walrus.deleted_at is None
+    assert [r.kind for r in walrus.revisions.order_by("number")] == ["created", "moved"]
+    index = Entity.objects.get(key="note:docs-index")
+    assert {(e.key, e.resolved) for e in entity_edges(entity=index)} == {
+        ("note:notes-walrus", True),
+        ("census", True),
+    }
