@@ -35,13 +35,16 @@ def _segments(command: str) -> list[list[str]]:
     return found
 
 
-def _mv_operands(words: list[str]) -> list[str] | None:
-    """The operands of ``mv ...`` or ``git [-C dir] mv ...`` (None: another command)."""
+def _mv_operands(words: list[str], here: Path) -> tuple[list[str], Path] | None:
+    """The operands of ``mv ...`` or ``git [-C dir] mv ...`` and the folder they are
+    relative to (None: another command)."""
     if words[0] == "mv":
         rest = words[1:]
     elif words[0] == "git":
         rest = words[1:]
-        while rest and rest[0] in ("-C", "-c"):
+        while len(rest) > 1 and rest[0] in ("-C", "-c"):
+            if rest[0] == "-C":
+                here = here / Path(rest[1]).expanduser()
             rest = rest[2:]
         if not rest or rest[0] != "mv":
             return None
@@ -61,7 +64,7 @@ def _mv_operands(words: list[str]) -> list[str] | None:
             continue
         else:
             operands.append(word)
-    return [*operands, target] if target else operands
+    return ([*operands, target] if target else operands), here
 
 
 def bash_moves(command: str, cwd: Path) -> list[tuple[Path, Path]]:
@@ -75,11 +78,12 @@ def bash_moves(command: str, cwd: Path) -> list[tuple[Path, Path]]:
         if words[0] == "cd" and len(words) == 2:
             here = (here / Path(words[1]).expanduser()).resolve()
             continue
-        operands = _mv_operands(words)
-        if not operands or len(operands) < 2:
+        found = _mv_operands(words, here)
+        if found is None or len(found[0]) < 2:
             continue
-        destination = here / operands[-1]
-        moves.extend((here / source, destination) for source in operands[:-1])
+        operands, base = found
+        destination = base / operands[-1]
+        moves.extend((base / source, destination) for source in operands[:-1])
     return moves
 
 
@@ -91,7 +95,9 @@ def moved_notes(moves: list[tuple[Path, Path]], root: Path) -> list[tuple[str, P
     for source, destination in moves:
         if source.exists():
             continue
-        target = destination / source.name if destination.is_dir() else destination
+        inside = destination / source.name
+        # `mv x dir` puts x inside dir; `mv x new` (new did not exist) renames x to new.
+        target = inside if destination.is_dir() and inside.exists() else destination
         if target.is_dir():
             pairs = [(source / p.relative_to(target), p) for p in sorted(target.rglob("*.md"))]
         else:
