@@ -42,7 +42,7 @@ def test_a_move_keeps_the_entity_and_every_link_to_its_old_name_resolves(people)
     assert (entity.key, entity.path, entity.version) == ("note:notes-census", "notes/census.md", 2)
     assert entity.aliases == [{"key": "note:notes-walrus-tally", "path": "notes/walrus-tally.md"}]
     assert kinds(alice, project, "note:notes-census") == ["created", "moved"]
-    assert moved.revision.changed == ["path", "key"]
+    assert moved.revision is not None and moved.revision.changed == ["path", "key"]
     assert Entity.objects.filter(project=project).count() == 3  # no new entity
 
     # The [[wikilink]] and the blocked_by key written to the old name resolve to it.
