@@ -315,3 +315,27 @@ def test_reconcile_moves_a_note_found_by_content_or_by_id_instead_of_deleting_it
         ("note:notes-walrus", True),
         ("census", True),
     }
+
+
+def test_an_entity_written_before_sightings_were_kept_is_seen_through_its_last_revision(
+    alice, layout
+):
+    Entity.objects.update(seen_by={})  # as rows written before Entity.seen_by existed
+    plan = reconcile_plan(
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
+        files=files(*(f"docs/d{n}.md" for n in range(4))),
+        machine_key=MACHINE,
+    )
+    assert [(c["path"], c["reason"]) for c in plan.candidates] == [
+        ("docs/d4.md", "missing_and_seen")
+    ]
+    other = reconcile_plan(
+        user=alice,
+        project_key=layout.key,
+        roots=["docs"],
+        files=files(*(f"docs/d{n}.md" for n in range(4))),
+        machine_key="someone-else",
+    )
+    assert other.candidates == [] and [k["reason"] for k in other.kept] == ["not_seen"]
