@@ -15,13 +15,13 @@ from tenants.exports import in_batches, register_export
 
 class EntityExportOut(s.EntityOut):
     front_matter = serializers.JSONField(help_text="The parsed front matter.")
+    seen_by = serializers.JSONField(help_text="Per machine key, the last version it saw.")
     body = serializers.CharField(allow_blank=True, help_text="The body, as written.")
 
 
 class RevisionExportOut(s.RevisionOut):
     project = serializers.CharField(source="entity.project.key", help_text="The project's key.")
     entity = serializers.CharField(source="entity.key", help_text="The entity's key.")
-    path = serializers.CharField(help_text="Path in this revision.")
     front_matter = serializers.JSONField(help_text="Front matter in this revision.")
     body = serializers.CharField(allow_blank=True, help_text="Body in this revision.")
 

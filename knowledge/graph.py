@@ -62,9 +62,27 @@ class Graph:
     out: dict[int, list[Link]] = field(default_factory=dict)
     into: dict[int, list[Link]] = field(default_factory=dict)
     by_key: dict[str, int] = field(default_factory=dict)
+    aliases: dict[str, int] = field(default_factory=dict)  # former names, case-folded
 
     def resolve(self, target: str, by_path: dict[str, int], by_stem: dict[str, int]) -> int | None:
-        return self.by_key.get(target) or by_path.get(target) or by_stem.get(target.casefold())
+        return (
+            self.by_key.get(target)
+            or by_path.get(target)
+            or by_stem.get(target.casefold())
+            or self.aliases.get(target.casefold())
+        )
+
+
+def alias_names(aliases: list[dict[str, str]]) -> set[str]:
+    """The names an entity had before it moved (its old keys, paths and file names), as a
+    link may write them: case-folded."""
+    names = set()
+    for alias in aliases:
+        if alias.get("key"):
+            names.add(alias["key"].casefold())
+        if alias.get("path"):
+            names.update((alias["path"].casefold(), stem(alias["path"])))
+    return names
 
 
 def project_graph(
@@ -89,12 +107,14 @@ def project_graph(
     graph = Graph()
     by_path: dict[str, int] = {}
     by_stem: dict[str, int] = {}
-    for row in entities.order_by("id").values_list(*NODE_FIELDS):
+    for *row, aliases in entities.order_by("id").values_list(*NODE_FIELDS, "aliases"):
         node = Node(*row)
         graph.nodes[node.id] = node
         graph.by_key.setdefault(node.key, node.id)
         by_path.setdefault(node.path, node.id)
         by_stem.setdefault(stem(node.path), node.id)
+        for name in alias_names(aliases):
+            graph.aliases.setdefault(name, node.id)
     rows = edges.order_by("source_id", "label", "target").values_list(
         "source_id", "label", "target", "added_at"
     )
@@ -145,7 +165,27 @@ def resolve(project: Project, targets: set[str]) -> dict[str, Node]:
         hit = by_key.get(target) or by_path.get(target) or by_stem.get(target.casefold())
         if hit is not None:
             found[target] = hit
+    missing = targets - set(found)
+    if missing:
+        found.update(moved_entities(project, missing))
     return found
+
+
+def moved_entities(project: Project, targets: set[str]) -> dict[str, Node]:
+    """Targets that name a live entity's former name (it moved): the project's moved
+    entities are few, so they are read whole."""
+    named: dict[str, Node] = {}
+    rows = (
+        Entity.objects.filter(project=project, deleted_at__isnull=True)
+        .exclude(aliases=[])
+        .order_by("id")
+        .values_list(*NODE_FIELDS, "aliases")
+    )
+    for *fields, aliases in rows:
+        node = Node(*fields)
+        for name in alias_names(aliases):
+            named.setdefault(name, node)
+    return {t: named[t.casefold()] for t in targets if t.casefold() in named}
 
 
 def _node(entity: Entity) -> Node:
@@ -211,6 +251,10 @@ def _around(
         .values_list(*EDGE_FIELDS)
     )
     names = {ref for n in frontier for ref in (n.key.casefold(), n.path.casefold(), stem(n.path))}
+    for aliases in (
+        Entity.objects.filter(pk__in=ids).exclude(aliases=[]).values_list("aliases", flat=True)
+    ):
+        names |= alias_names(aliases)
     incoming = list(
         live.filter(ref__in=names)
         .exclude(source_id__in=ids)

@@ -21,7 +21,10 @@ class Entity(models.Model):
     a tombstone (reconcile), restorable until ``ATLAS_KNOWLEDGE_RESTORE_DAYS`` later.
     ``conflicted``: a write from a stale base was kept as a conflict revision. ``doc_id`` is
     its searchable document in the memory store; ``indexed_version`` the version stored
-    there (behind ``version`` when the store was down: ``entities_reindex`` catches up)."""
+    there (behind ``version`` when the store was down: ``entities_reindex`` catches up).
+    ``aliases``: the names it had before it moved (``[{key, path}]``), so links written to an
+    old name still resolve. ``seen_by``: per machine key, the last version that machine wrote
+    or indexed (reconcile deletes only what the manifest's machine has seen)."""
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="entities")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="entities")
@@ -42,6 +45,8 @@ class Entity(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
     doc_id = models.CharField(max_length=32, default=_doc_id, unique=True)
     indexed_version = models.PositiveIntegerField(default=0)
+    aliases = models.JSONField(default=list, blank=True)
+    seen_by = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     status_changed_at = models.DateTimeField(default=timezone.now)
@@ -65,7 +70,7 @@ class Entity(models.Model):
 class Revision(models.Model):
     """One change of an entity: what it became (title, status, front matter, body, hash,
     embedding for the semantic diff) and what changed. ``conflict`` revisions hold a write
-    from a stale base that did not become current."""
+    from a stale base that did not become current; ``moved`` ones a new path (and key)."""
 
     class Kind(models.TextChoices):
         CREATED = "created", "Created"
@@ -73,6 +78,7 @@ class Revision(models.Model):
         DELETED = "deleted", "Deleted"
         RESTORED = "restored", "Restored"
         CONFLICT = "conflict", "Conflict"
+        MOVED = "moved", "Moved"
 
     entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
@@ -134,8 +140,9 @@ class Edge(models.Model):
 
 
 class ReconcileRun(models.Model):
-    """A reconcile of one project: the plan (manifest hash, roots, candidates with the
-    versions they had) and, once applied, the receipt (what was tombstoned, when)."""
+    """A reconcile of one project: the plan (manifest hash, roots, the manifest's machine,
+    candidates with the versions they had and why, moves, the missing entities kept and why)
+    and, once applied, the receipt (what was tombstoned or moved, when)."""
 
     class Status(models.TextChoices):
         PLANNED = "planned", "Planned"
@@ -149,13 +156,17 @@ class ReconcileRun(models.Model):
     manifest_hash = models.CharField(max_length=64)
     files = models.PositiveIntegerField(default=0)
     entities_under_roots = models.PositiveIntegerField(default=0)
-    candidates = models.JSONField(default=list)  # [{id, key, path, version}]
+    machine = models.CharField(max_length=128, blank=True)
+    candidates = models.JSONField(default=list)  # [{id, key, path, title, version, reason}]
+    moves = models.JSONField(default=list, blank=True)  # [{id, key, path, to, version, reason}]
+    kept = models.JSONField(default=list, blank=True)  # [{key, path, title, version, reason}]
     forced = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PLANNED)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     applied_at = models.DateTimeField(null=True, blank=True)
     deleted = models.JSONField(default=list, blank=True)  # keys tombstoned
+    moved = models.JSONField(default=list, blank=True)  # [{from, to}] keys moved
 
     class Meta:
         ordering = ["-created_at"]

@@ -104,6 +104,11 @@ def stem(path: str) -> str:
     return name.rsplit(".", 1)[0].casefold()
 
 
+def derived_key(kind: str, path: str) -> str:
+    """The key of a note without a front matter ``id``: its type and the slug of its path."""
+    return f"{kind[:40]}:{slug(path.rsplit('.', 1)[0]) or 'note'}"
+
+
 def _plain(value: Any, depth: int = 0) -> Any:
     """YAML values as JSON values (dates as ISO strings)."""
     if depth > 20:
@@ -249,7 +254,7 @@ def parse_note(*, path: str, content: str) -> ParsedNote:
             "front matter 'id' must be 1-128 of A-Za-z0-9._:@- (starting with one of A-Za-z0-9).",
             code="bad_front_matter",
         )
-    key = explicit or f"{kind[:40]}:{slug(where.rsplit('.', 1)[0]) or 'note'}"
+    key = explicit or derived_key(kind, where)
     heading = _HEADING.search(_FENCE.sub("", body))
     title = (
         _word(fm, "title", 500)

@@ -22,6 +22,7 @@ from knowledge.graph import (
     Node,
     Step,
     around,
+    moved_entities,
     project_graph,
     related,
     resolve,
@@ -44,7 +45,7 @@ def entity_get(*, user: User, project_key: str, key: str, deleted: bool = False)
     rows = Entity.objects.filter(project=project, key=key).select_related("project")
     if not deleted:
         rows = rows.filter(deleted_at__isnull=True)
-    entity = rows.first()
+    entity = rows.first() or _moved_from(project, key)
     if entity is None:
         raise NotFound(f"No entity {key!r} in this project.", code="entity_not_found")
     return entity
@@ -73,6 +74,14 @@ def entity_named(*, user: User, project_key: str, name: str) -> Entity:
             code="ambiguous_entity",
         )
     raise NotFound(f"No entity {name!r} in this project.", code="entity_not_found")
+
+
+def _moved_from(project: Project, key: str) -> Entity | None:
+    """The live entity that had ``key`` (or that path or file name) before it moved."""
+    node = moved_entities(project, {key}).get(key)
+    if node is None:
+        return None
+    return Entity.objects.filter(pk=node.id).select_related("project").first()
 
 
 def entity_revisions(*, user: User, project_key: str, key: str) -> list[Revision]:

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from agents.api.serializers import KEY, Input, _id
 from atlas_platform.serializers import StrictCharField
 from knowledge.models import Entity, ReconcileRun, Revision
-from knowledge.parsing import MAX_CONTENT, MAX_PATH
+from knowledge.parsing import ID_PATTERN, MAX_CONTENT, MAX_PATH
 
 PROJECT = "The project's key (64 hex characters, from POST /users/{user_id}/projects)."
 
@@ -56,6 +56,14 @@ class EntityUpsertIn(Input):
         allow_null=True,
         help_text="SHA-256 of content (UTF-8), checked when given.",
     )
+    moved_from = StrictCharField(
+        max_length=MAX_PATH,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The path this file was moved from (`mv`, `git mv`): the entity there "
+        "moves here, its history continued and its old key and path kept as aliases.",
+    )
 
 
 class RestoreIn(Input):
@@ -66,6 +74,11 @@ class FileIn(Input):
     path = StrictCharField(max_length=MAX_PATH, help_text="Relative to the project root.")
     hash = serializers.RegexField(
         r"^[0-9a-fA-F]{64}$", required=False, default="", help_text="SHA-256 of the file."
+    )
+    id = serializers.RegexField(
+        ID_PATTERN.pattern,
+        required=False,
+        help_text="Its front matter `id`, if it has one (a moved note is found by it).",
     )
 
 
@@ -82,6 +95,11 @@ class ReconcilePlanIn(Input):
     )
     force = serializers.BooleanField(
         default=False, help_text="Lift the mass-deletion guard (only that one)."
+    )
+    machine_key = _id(
+        "The machine whose checkout this is: only entities whose current version it has "
+        "seen (written or indexed) can be deleted.",
+        required=False,
     )
 
     def validate_files(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -174,6 +192,9 @@ class EntityOut(serializers.Serializer[Entity]):
     initiative = serializers.CharField(help_text="The initiative it is part of, or empty.")
     tags = serializers.ListField(child=serializers.CharField(), help_text="Tags.")
     path = serializers.CharField(help_text="Path relative to the project root.")
+    aliases = serializers.JSONField(
+        help_text="Its names before it moved, [{key, path}]: links to them resolve to it."
+    )
     content_hash = serializers.CharField(help_text="SHA-256 of the file.")
     version = serializers.IntegerField(help_text="Current version (the next write's base).")
     conflicted = serializers.BooleanField(help_text="A stale write was kept as a conflict.")
@@ -212,7 +233,10 @@ class EntityDetailOut(EntityOut):
 
 class RevisionOut(serializers.Serializer[Revision]):
     number = serializers.IntegerField(help_text="1, 2, ... per entity.")
-    kind = serializers.CharField(help_text="created | updated | deleted | restored | conflict")
+    kind = serializers.CharField(
+        help_text="created | updated | deleted | restored | conflict | moved"
+    )
+    path = serializers.CharField(help_text="The note's path in this revision.")
     version = serializers.IntegerField(help_text="The entity's version after it.")
     base_version = serializers.IntegerField(allow_null=True, help_text="The writer's base.")
     machine = serializers.CharField(help_text="The writing machine, if named.")
@@ -231,7 +255,9 @@ class ConflictRevisionOut(RevisionOut):
 
 
 class UpsertOut(serializers.Serializer[Any]):
-    outcome = serializers.CharField(help_text="created | updated | unchanged | conflict | restored")
+    outcome = serializers.CharField(
+        help_text="created | updated | unchanged | conflict | restored | moved"
+    )
     entity = EntityOut(help_text="The entity's current version.")
     revision = RevisionOut(allow_null=True, help_text="The revision written, if any.")
     conflict_revision = ConflictRevisionOut(
@@ -348,6 +374,22 @@ class CandidateOut(serializers.Serializer[Any]):
     key = serializers.CharField(help_text="Key.")
     path = serializers.CharField(help_text="Path.")
     title = serializers.CharField(help_text="Title.")
+    version = serializers.IntegerField(help_text="Its version when planned.")
+    reason = serializers.CharField(
+        required=False,
+        help_text="missing_and_seen (candidate); moved (move); not_seen | no_machine | "
+        "ambiguous_move (kept).",
+    )
+    why = serializers.CharField(required=False, help_text="The reason, as a sentence.")
+
+
+class MoveOut(CandidateOut):
+    to = serializers.CharField(help_text="The new path.")
+
+
+class MovedOut(serializers.Serializer[Any]):
+    before = serializers.CharField(help_text="The key before (now an alias).")
+    key = serializers.CharField(help_text="The key after.")
 
 
 class ReconcileRunOut(serializers.Serializer[ReconcileRun]):
@@ -359,12 +401,18 @@ class ReconcileRunOut(serializers.Serializer[ReconcileRun]):
     roots = serializers.ListField(child=serializers.CharField(), help_text="Roots.")
     files = serializers.IntegerField(help_text="Files in the manifest.")
     entities_under_roots = serializers.IntegerField(help_text="Live entities under the roots.")
-    candidates = CandidateOut(many=True, help_text="What applying tombstones.")
+    machine = serializers.CharField(help_text="The manifest's machine (empty: none named).")
+    candidates = CandidateOut(many=True, help_text="What applying tombstones, and why.")
+    moves = MoveOut(many=True, help_text="What applying moves (same content or id elsewhere).")
+    kept = CandidateOut(
+        many=True, help_text="Entities whose file is missing that are NOT deleted, and why."
+    )
     forced = serializers.BooleanField(help_text="The mass-deletion guard was lifted.")
     created_at = serializers.DateTimeField(help_text="Planned at.")
     expires_at = serializers.DateTimeField(help_text="Apply before.")
     applied_at = serializers.DateTimeField(allow_null=True, help_text="Applied at.")
     deleted = serializers.ListField(child=serializers.CharField(), help_text="Keys tombstoned.")
+    moved = MovedOut(many=True, help_text="Keys moved ({before, key}).")
     restorable_until = serializers.SerializerMethodField(help_text="Tombstones restorable until.")
 
     def get_restorable_until(self, run: ReconcileRun) -> str | None:

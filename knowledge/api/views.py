@@ -243,10 +243,15 @@ class ReconcilePlanView(UserView):
         responses={200: s.ReconcileRunOut, **errors(*WRITE_ERRORS)},
     )
     def post(self, request: Request, user_id: str) -> Response:
-        """Phase 1: the manifest (project, roots, files present) -> a plan of the entities
-        under those roots whose files are gone. Refused (nothing stored): an empty manifest,
-        a root without files that holds entities, a manifest matching no entity (wrong
-        directory), a mass deletion unless `force`."""
+        """Phase 1: the manifest (project, roots, files present, `machine_key`) -> a plan
+        of the entities under those roots whose files are gone, each with its reason: a
+        deletion candidate only when that machine has seen its current version (else kept:
+        a checkout behind or on another branch deletes nothing), a move when its content or
+        front matter id is at a new path. Refused (nothing stored): an empty manifest, a
+        root without files that holds entities, a manifest matching no entity (wrong
+        directory), more than ATLAS_RECONCILE_MAX_COUNT (20) deletions or more than
+        ATLAS_RECONCILE_MAX_FRACTION (10 %) of the entities under the roots (when more
+        than one) unless `force`."""
         data = parsed(s.ReconcilePlanIn, request.data)
         run = reconcile_plan(user=self.subject, **data)
         return Response(s.ReconcileRunOut(run).data)
@@ -262,7 +267,8 @@ class ReconcileApplyView(UserView):
     )
     def post(self, request: Request, user_id: str) -> Response:
         """Phase 2: apply the latest plan of that manifest (409 `stale_plan` otherwise):
-        its candidates become tombstones, restorable for 30 days; the answer is the receipt."""
+        its candidates become tombstones, restorable for 30 days, its moves `moved`
+        revisions; the answer is the receipt."""
         data = parsed(s.ReconcileApplyIn, request.data)
         run = reconcile_apply(
             user=self.subject, plan_id=str(data["plan_id"]), manifest_hash=data["manifest_hash"]

@@ -18,12 +18,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from agents.selectors import own_project
 from agents.services.common import client_id, now
 from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
 from knowledge.models import Edge, Entity, Revision
-from knowledge.parsing import ParsedNote, parse_note, stem
+from knowledge.parsing import ParsedNote, clean_path, derived_key, parse_note, stem
 from memory.services.documents import searchable_delete, searchable_embed, searchable_put
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -35,7 +36,8 @@ FIELDS = ("type", "title", "status", "priority", "initiative", "tags", "path", "
 
 @dataclass(frozen=True)
 class Upserted:
-    """What an upsert did: ``outcome`` created | updated | unchanged | conflict | restored."""
+    """What an upsert did: ``outcome`` created | updated | unchanged | conflict | restored |
+    moved."""
 
     outcome: str
     entity: Entity
@@ -151,6 +153,7 @@ def entity_upsert(
     base_version: int | None = None,
     machine_key: str | None = None,
     content_hash: str | None = None,
+    moved_from: str | None = None,
 ) -> Upserted:
     """Index one markdown note of the user's project (see ``knowledge`` for the rules).
 
@@ -158,30 +161,38 @@ def entity_upsert(
     version is ``unchanged``. A base that is not the current version (or none, for an entity
     that exists with other content) is a ``conflict``: the current version stays, the write
     is kept as a conflict revision and the entity is flagged; nothing is overwritten. A
-    tombstoned entity written again is ``restored`` with the new content."""
+    tombstoned entity written again is ``restored`` with the new content.
+
+    A note at a new path is ``moved`` (same entity, history continued, its old key and path
+    kept as aliases so links to them resolve): an entity whose front matter ``id`` is the
+    note's, found at another path; or, with ``moved_from`` (the path the file was moved
+    from), the live entity there."""
     project = own_project(user=user, key=project_key)
     note = parse_note(path=path, content=content)
     if content_hash is not None and content_hash.lower() != note.content_hash:
         raise ValidationError("content_hash is not the SHA-256 of content.", code="hash_mismatch")
     machine = client_id(machine_key, field="machine_key") if machine_key else ""
-    # The same content again (a sync re-sending every file) needs no embedding.
-    same = Entity.objects.filter(
-        project=project, key=note.key, content_hash=note.content_hash, deleted_at=None
-    ).exists()
+    source = clean_path(moved_from) if moved_from else None
+    if source == note.path:
+        source = None
+    # The same content again (a sync re-sending every file, a move) needs no embedding.
+    known = Entity.objects.filter(project=project, content_hash=note.content_hash, deleted_at=None)
+    same = known.filter(Q(key=note.key) | Q(path=source or note.path)).exists()
     vector = None if same else _embed(note)
     moment = now()
     for _ in range(3):
         try:
-            done = _write(user, project, note, base_version, machine, vector, moment)
+            done = _write(user, project, note, base_version, machine, vector, moment, source)
             break
         except IntegrityError:  # created concurrently by another writer: decide against it
             continue
         except _NeedsVector:  # it changed since the check: embed (outside the transaction)
             vector = _embed(note)
     else:
-        done = _write(user, project, note, base_version, machine, vector, moment)
-    if done.outcome in ("created", "updated", "restored"):
-        entity_index(entity=done.entity, embedding=vector)
+        done = _write(user, project, note, base_version, machine, vector, moment, source)
+    if done.outcome in ("created", "updated", "restored", "moved"):
+        embedding = vector if vector is not None else _last_embedding(done.entity)
+        entity_index(entity=done.entity, embedding=embedding)
     return done
 
 
@@ -193,6 +204,27 @@ def _embed(note: ParsedNote) -> list[float]:
     return _vector(searchable_embed(texts=[note.search_text])[0])
 
 
+def _last_embedding(entity: Entity) -> list[float] | None:
+    found = (
+        entity.revisions.exclude(embedding=None)
+        .exclude(kind=Revision.Kind.CONFLICT)
+        .order_by("-number")
+        .values_list("embedding", flat=True)
+        .first()
+    )
+    return list(found) if found else None
+
+
+def _locked(project: Any, **where: Any) -> Entity | None:
+    return (
+        Entity.objects.select_for_update()
+        .select_related("project", "user__tenant")
+        .filter(project=project, **where)
+        .order_by("pk")
+        .first()
+    )
+
+
 def _write(
     user: User,
     project: Any,
@@ -201,46 +233,194 @@ def _write(
     machine: str,
     given: list[float] | None,
     moment: datetime,
+    source: str | None = None,
 ) -> Upserted:
     with transaction.atomic():
-        entity = (
-            Entity.objects.select_for_update()
-            .select_related("project", "user__tenant")
-            .filter(project=project, key=note.key)
-            .first()
-        )
-        if entity is None or entity.deleted_at is not None:
-            if given is None:
-                raise _NeedsVector
-            if entity is None:
-                return _create(user, project, note, machine, given, moment)
-            return _revive(entity, note, base_version, machine, given, moment)
-        if entity.content_hash == note.content_hash:
-            if entity.conflicted and base_version == entity.version:
-                entity.conflicted = False  # the writer saw the current version: resolved
-                entity.save(update_fields=["conflicted"])
-                _audit("entity.resolve", entity)
-            return Upserted("unchanged", entity)
+        done = _decide(user, project, note, base_version, machine, given, moment, source)
+        if machine and done.outcome != "conflict":
+            _mark_seen(done.entity, machine)
+        return done
+
+
+def _decide(
+    user: User,
+    project: Any,
+    note: ParsedNote,
+    base_version: int | None,
+    machine: str,
+    given: list[float] | None,
+    moment: datetime,
+    source: str | None,
+) -> Upserted:
+    entity = _locked(project, key=note.key)
+    if (entity is None or entity.deleted_at is not None) and source is not None:
+        mover = _locked(project, path=source, deleted_at=None)
+        if mover is not None:
+            move = Move(base_version, machine, given, moment, displaced=entity)
+            return _move(mover, note, move)
+    if entity is None or entity.deleted_at is not None:
         if given is None:
             raise _NeedsVector
-        vector = given
-        if base_version != entity.version:
-            entity.conflicted = True
+        if entity is None:
+            return _create(user, project, note, machine, given, moment)
+        return _revive(entity, note, base_version, machine, given, moment)
+    if entity.path != note.path:  # the same front matter id at another path
+        return _move(entity, note, Move(base_version, machine, given, moment))
+    if entity.content_hash == note.content_hash:
+        if entity.conflicted and base_version == entity.version:
+            entity.conflicted = False  # the writer saw the current version: resolved
             entity.save(update_fields=["conflicted"])
-            revision = _revision(
-                entity,
-                Revision.Kind.CONFLICT,
-                moment=moment,
-                note=note,
-                base_version=base_version,
-                machine=machine,
-                changed=[f for f in FIELDS if getattr(entity, f) != getattr(note, f)]
-                + (["body"] if entity.body != note.body else []),
-                embedding=vector,
-            )
-            _audit("entity.conflict", entity, base_version=base_version)
-            return Upserted("conflict", entity, conflict_revision=revision)
-        return _update(entity, note, base_version, machine, vector, moment)
+            _audit("entity.resolve", entity)
+        return Upserted("unchanged", entity)
+    if given is None:
+        raise _NeedsVector
+    if base_version != entity.version:
+        return _conflict(entity, note, base_version, machine, given, moment)
+    return _update(entity, note, base_version, machine, given, moment)
+
+
+def _mark_seen(entity: Entity, machine: str) -> None:
+    """The machine has this version (it wrote it, or sent the same content): reconcile from
+    that machine may delete the entity once its file is gone."""
+    if entity.seen_by.get(machine) == entity.version:
+        return
+    seen = {k: v for k, v in entity.seen_by.items() if k != machine}
+    seen[machine] = entity.version
+    entity.seen_by = dict(list(seen.items())[-MAX_SEEN_BY:])
+    entity.save(update_fields=["seen_by"])
+
+
+MAX_SEEN_BY = 50
+
+
+def _conflict(
+    entity: Entity,
+    note: ParsedNote,
+    base_version: int | None,
+    machine: str,
+    vector: list[float],
+    moment: datetime,
+) -> Upserted:
+    entity.conflicted = True
+    entity.save(update_fields=["conflicted"])
+    revision = _revision(
+        entity,
+        Revision.Kind.CONFLICT,
+        moment=moment,
+        note=note,
+        base_version=base_version,
+        machine=machine,
+        changed=[f for f in FIELDS if getattr(entity, f) != getattr(note, f)]
+        + (["body"] if entity.body != note.body else []),
+        embedding=vector,
+    )
+    _audit("entity.conflict", entity, base_version=base_version)
+    return Upserted("conflict", entity, conflict_revision=revision)
+
+
+@dataclass(frozen=True)
+class Move:
+    """How a move was asked for: the writer's base and machine, the note's embedding (None:
+    not computed, the content looked known) and the tombstone holding the new key, if any."""
+
+    base_version: int | None
+    machine: str
+    vector: list[float] | None
+    moment: datetime
+    displaced: Entity | None = None
+
+
+def _move(entity: Entity, note: ParsedNote, move: Move) -> Upserted:
+    """The entity's file moved to ``note.path``: the same entity under the note's key, its
+    old key and path kept as aliases, a ``moved`` revision. New content from a stale base
+    moves the entity and keeps the content as a conflict revision (nothing overwritten)."""
+    same = entity.content_hash == note.content_hash
+    if not same and move.vector is None:
+        raise _NeedsVector
+    if move.displaced is not None and move.displaced.pk != entity.pk:
+        _free_key(move.displaced)
+    renamed = _rename(entity, note.key, note.path)
+    if same or move.base_version == entity.version:
+        vector = move.vector if move.vector is not None else _last_embedding(entity)
+        done = _rewrite(
+            entity,
+            note,
+            move.base_version,
+            move.machine,
+            vector,
+            move.moment,
+            kind=Revision.Kind.MOVED,
+            extra=["path", *renamed],
+        )
+        return done
+    entity.version += 1
+    entity.updated_at = move.moment
+    entity.save()
+    revision = _revision(
+        entity,
+        Revision.Kind.MOVED,
+        moment=move.moment,
+        base_version=entity.version - 1,
+        machine=move.machine,
+        changed=["path", *renamed],
+        embedding=_last_embedding(entity),
+    )
+    _audit("entity.move", entity, renamed=bool(renamed))
+    assert move.vector is not None  # noqa: S101 - checked above (content differs)
+    kept = _conflict(entity, note, move.base_version, move.machine, move.vector, move.moment)
+    return Upserted("conflict", entity, revision=revision, conflict_revision=kept.conflict_revision)
+
+
+def _rename(entity: Entity, key: str, path: str) -> list[str]:
+    """Give the entity its new key and path, its old ones kept as an alias: ``["key"]`` when
+    the key changed (the caller saves)."""
+    old_key = entity.key
+    entity.aliases = [
+        a for a in entity.aliases if a.get("key") != key and a.get("path") != path
+    ] + [{"key": entity.key, "path": entity.path}]
+    entity.key = key
+    entity.path, entity.stem = path, stem(path)
+    return ["key"] if old_key != key else []
+
+
+def entity_relocate(*, entity: Entity, path: str, machine: str, moment: datetime) -> Revision:
+    """Move an entity whose content now lives at ``path`` (reconcile found the same content
+    or front matter id there), inside the caller's transaction: its new key (the same when
+    its front matter names an ``id``), its old names kept as aliases, a ``moved`` revision.
+    The store's document follows after the transaction (``entity_index``)."""
+    explicit = entity.front_matter.get("id")
+    key = str(explicit) if explicit else derived_key(entity.type, path)
+    holder = Entity.objects.filter(project_id=entity.project_id, key=key).exclude(pk=entity.pk)
+    tombstone = holder.filter(deleted_at__isnull=False).first()
+    if holder.filter(deleted_at__isnull=True).exists():
+        raise Conflict(f"Key {key!r} is taken by another entity.", code="stale_plan")
+    if tombstone is not None:
+        _free_key(tombstone)
+    renamed = _rename(entity, key, path)
+    entity.version += 1
+    entity.updated_at = moment
+    entity.save()
+    revision = _revision(
+        entity,
+        Revision.Kind.MOVED,
+        moment=moment,
+        base_version=entity.version - 1,
+        machine=machine,
+        changed=["path", *renamed],
+        embedding=_last_embedding(entity),
+    )
+    _audit("entity.move", entity, renamed=bool(renamed), by="reconcile")
+    if machine:
+        _mark_seen(entity, machine)
+    return revision
+
+
+def _free_key(tombstone: Entity) -> None:
+    """A tombstone holds the key a moved entity takes: it keeps its history under a key of
+    its own (still restorable, by that key)."""
+    suffix = f"@replaced-{tombstone.pk}"
+    tombstone.key = tombstone.key[: 200 - len(suffix)] + suffix
+    tombstone.save(update_fields=["key"])
 
 
 def _create(
@@ -274,7 +454,7 @@ def _update(
     vector: list[float],
     moment: datetime,
 ) -> Upserted:
-    return _rewrite(entity, note, base_version, machine, vector, moment, revive=False)
+    return _rewrite(entity, note, base_version, machine, vector, moment, kind=Revision.Kind.UPDATED)
 
 
 def _revive(
@@ -285,7 +465,16 @@ def _revive(
     vector: list[float],
     moment: datetime,
 ) -> Upserted:
-    return _rewrite(entity, note, base_version, machine, vector, moment, revive=True)
+    return _rewrite(
+        entity, note, base_version, machine, vector, moment, kind=Revision.Kind.RESTORED
+    )
+
+
+OUTCOMES: dict[str, tuple[str, str]] = {
+    Revision.Kind.UPDATED: ("updated", "entity.update"),
+    Revision.Kind.RESTORED: ("restored", "entity.restore"),
+    Revision.Kind.MOVED: ("moved", "entity.move"),
+}
 
 
 def _rewrite(
@@ -293,15 +482,17 @@ def _rewrite(
     note: ParsedNote,
     base_version: int | None,
     machine: str,
-    vector: list[float],
+    vector: list[float] | None,
     moment: datetime,
     *,
-    revive: bool,
+    kind: str,
+    extra: Sequence[str] = (),
 ) -> Upserted:
-    """A new version from ``note``: an update, or (``revive``) the restore of a tombstone by a
-    write of its file."""
+    """A new version from ``note``: an update, the restore of a tombstone by a write of its
+    file, or a move (``kind``)."""
+    revive = kind == Revision.Kind.RESTORED
     old_status = entity.status
-    changed = _apply(entity, note)
+    changed = [*_apply(entity, note), *extra]
     entity.version += 1
     entity.conflicted = False
     entity.updated_at = moment
@@ -313,7 +504,7 @@ def _rewrite(
     added, removed = _set_edges(entity, note.edges, moment)
     revision = _revision(
         entity,
-        Revision.Kind.RESTORED if revive else Revision.Kind.UPDATED,
+        kind,
         moment=moment,
         note=note,
         base_version=base_version,
@@ -323,11 +514,14 @@ def _rewrite(
         added=added,
         removed=removed,
     )
+    outcome, action = OUTCOMES[kind]
     if revive:
-        _audit("entity.restore", entity, by="write")
-        return Upserted("restored", entity, revision=revision)
-    _audit("entity.update", entity, fields=changed)
-    return Upserted("updated", entity, revision=revision)
+        _audit(action, entity, by="write")
+    elif kind == Revision.Kind.MOVED:
+        _audit(action, entity, renamed="key" in extra)
+    else:
+        _audit(action, entity, fields=changed)
+    return Upserted(outcome, entity, revision=revision)
 
 
 def entity_tombstone(*, entity: Entity, moment: datetime, reason: str) -> Revision:
@@ -405,6 +599,14 @@ def _content(entity: Entity) -> str:
     return f"---\n{head}---\n{entity.body}"
 
 
+def search_text(entity: Entity) -> str:
+    """What the searchable document holds: title, body, and the names it had before it
+    moved (a search for an old name finds it)."""
+    names = sorted({n for a in entity.aliases for n in (a.get("key"), a.get("path")) if n})
+    former = f"\n\nFormerly: {', '.join(names)}" if names else ""
+    return f"{entity.title}\n\n{entity.body}".strip() + former
+
+
 def entity_index(*, entity: Entity, embedding: list[float] | None = None) -> bool:
     """Bring the entity's searchable document to its current version (deleted: removed).
     False when the store could not be reached (``indexed_version`` stays behind)."""
@@ -415,7 +617,7 @@ def entity_index(*, entity: Entity, embedding: list[float] | None = None) -> boo
             searchable_put(
                 user=entity.user,
                 doc_id=entity.doc_id,
-                text=f"{entity.title}\n\n{entity.body}".strip(),
+                text=search_text(entity),
                 title=entity.title,
                 timestamp=entity.updated_at,
                 embedding=embedding,

@@ -6,11 +6,14 @@
    manifest none of whose files is a known entity while entities exist (a wrong working
    directory or project); a plan deleting more than ``ATLAS_RECONCILE_MAX_COUNT`` entities,
    or more than ``ATLAS_RECONCILE_MAX_FRACTION`` of those under the roots when more than one,
-   unless forced. Otherwise a plan (its id, the manifest's hash, the candidates with the
-   versions they have) that supersedes the project's earlier plans.
+   unless forced. Otherwise a plan (its id, the manifest's hash, and each missing entity
+   sorted with its reason by ``knowledge.services.missing``: a deletion candidate only when
+   the manifest's machine has seen its current version, a move when its content or id is at
+   a new path, else kept) that supersedes the project's earlier plans.
 2. ``reconcile_apply``: the latest, unexpired plan of that manifest, while none of its
-   candidates changed since: each becomes a tombstone (restorable for
-   ``ATLAS_KNOWLEDGE_RESTORE_DAYS``), and the run keeps the receipt. Only that project's
+   candidates or moves changed since: each candidate becomes a tombstone (restorable for
+   ``ATLAS_KNOWLEDGE_RESTORE_DAYS``), each move a ``moved`` revision (old names kept as
+   aliases), and the run keeps the receipt. Only that project's
    entities under those roots can ever be candidates: other projects, agents and users are
    never read, let alone touched.
 """
@@ -28,11 +31,12 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.selectors import own_project
-from agents.services.common import now
+from agents.services.common import client_id, now
 from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
 from knowledge.models import Entity, ReconcileRun
 from knowledge.parsing import clean_path, clean_root, under
-from knowledge.services.entities import entity_index, entity_tombstone
+from knowledge.services.entities import entity_index, entity_relocate, entity_tombstone
+from knowledge.services.missing import Manifest, Sorting, sort_missing
 from tenants.models import User
 from tenants.services.audit import audit_record
 
@@ -52,9 +56,7 @@ def manifest_hash(project_key: str, roots: Sequence[str], files: dict[str, str])
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _manifest(
-    roots: Sequence[str], files: Sequence[dict[str, str]]
-) -> tuple[list[str], dict[str, str]]:
+def _manifest(roots: Sequence[str], files: Sequence[dict[str, str]]) -> Manifest:
     if not files:
         raise ValidationError(
             "The manifest lists no files: refusing to plan (it would delete everything).",
@@ -66,14 +68,17 @@ def _manifest(
         raise ValidationError(f"A manifest lists at most {MAX_FILES} files.", code="bad_manifest")
     clean_roots = sorted({clean_root(r) for r in roots})
     present: dict[str, str] = {}
+    ids: dict[str, str] = {}
     for item in files:
         path = clean_path(item["path"])
         if not any(under(path, root) for root in clean_roots):
             raise ValidationError(
                 f"File {path!r} is under none of the roots.", code="file_outside_roots"
             )
-        present[path] = str(item.get("hash", ""))
-    return clean_roots, present
+        present[path] = str(item.get("hash", "")).lower()
+        if item.get("id"):
+            ids[path] = str(item["id"])
+    return Manifest(clean_roots, present, ids)
 
 
 def reconcile_plan(
@@ -83,19 +88,36 @@ def reconcile_plan(
     roots: Sequence[str],
     files: Sequence[dict[str, str]],
     force: bool = False,
+    machine_key: str | None = None,
 ) -> ReconcileRun:
     """Plan a reconcile of the user's project (see the module's rules)."""
     project = own_project(user=user, key=project_key)
-    clean_roots, present = _manifest(roots, files)
+    machine = client_id(machine_key, field="machine_key") if machine_key else ""
+    manifest = _manifest(roots, files)
     live = [
         e
         for e in Entity.objects.filter(project=project, deleted_at__isnull=True).only(
-            "id", "key", "path", "version", "title"
+            "id", "key", "path", "version", "title", "content_hash", "seen_by", "front_matter"
         )
-        if any(under(e.path, root) for root in clean_roots)
+        if any(under(e.path, root) for root in manifest.roots)
     ]
-    for root in clean_roots:
-        has_files = any(under(p, root) for p in present)
+    _refuse_odd_manifests(manifest, live)
+    sorting = sort_missing(live, manifest, machine)
+    limit = _limit(len(sorting.candidates), len(live))
+    if limit is not None and not force:
+        raise ReconcileRefused(
+            f"The plan would delete {len(sorting.candidates)} of {len(live)} entities under "
+            f"the roots (more than {limit}): refusing without force.",
+            code="too_many_deletions",
+            candidates=len(sorting.candidates),
+            entities_under_roots=len(live),
+        )
+    return _store_plan(user, project, manifest, machine, live, sorting, force)
+
+
+def _refuse_odd_manifests(manifest: Manifest, live: list[Entity]) -> None:
+    for root in manifest.roots:
+        has_files = any(under(p, root) for p in manifest.files)
         has_entities = any(under(e.path, root) for e in live)
         if has_entities and not has_files:
             raise ReconcileRefused(
@@ -104,23 +126,24 @@ def reconcile_plan(
                 code="root_has_no_files",
                 root=root,
             )
-    if live and not any(e.path in present for e in live):
+    if live and not any(e.path in manifest.files for e in live):
         raise ReconcileRefused(
             "None of the manifest's files is a known entity of this project: refusing to plan "
             "(is the client in the right working directory, and is this the right project?).",
             code="manifest_matches_nothing",
             entities_under_roots=len(live),
         )
-    candidates = sorted((e for e in live if e.path not in present), key=lambda e: e.key)
-    limit = _limit(len(candidates), len(live))
-    if limit is not None and not force:
-        raise ReconcileRefused(
-            f"The plan would delete {len(candidates)} of {len(live)} entities under the roots "
-            f"(more than {limit}): refusing without force.",
-            code="too_many_deletions",
-            candidates=len(candidates),
-            entities_under_roots=len(live),
-        )
+
+
+def _store_plan(
+    user: User,
+    project: Any,
+    manifest: Manifest,
+    machine: str,
+    live: list[Entity],
+    sorting: Sorting,
+    force: bool,
+) -> ReconcileRun:
     moment = now()
     with transaction.atomic():
         ReconcileRun.objects.filter(project=project, status=ReconcileRun.Status.PLANNED).update(
@@ -129,14 +152,14 @@ def reconcile_plan(
         run = ReconcileRun.objects.create(
             user=user,
             project=project,
-            roots=clean_roots,
-            manifest_hash=manifest_hash(project.key, clean_roots, present),
-            files=len(present),
+            roots=manifest.roots,
+            manifest_hash=manifest_hash(project.key, manifest.roots, manifest.files),
+            files=len(manifest.files),
             entities_under_roots=len(live),
-            candidates=[
-                {"id": e.pk, "key": e.key, "path": e.path, "title": e.title, "version": e.version}
-                for e in candidates
-            ],
+            machine=machine,
+            candidates=sorting.candidates,
+            moves=sorting.moves,
+            kept=sorting.kept,
             forced=bool(force),
             created_at=moment,
             expires_at=moment + timedelta(seconds=settings.ATLAS_RECONCILE_PLAN_TTL_S),
@@ -148,7 +171,9 @@ def reconcile_plan(
             target=run,
             metadata={
                 "project": project.key,
-                "candidates": len(candidates),
+                "candidates": len(sorting.candidates),
+                "moves": len(sorting.moves),
+                "kept": len(sorting.kept),
                 "entities_under_roots": len(live),
                 "forced": bool(force),
             },
@@ -167,13 +192,12 @@ def _limit(deleting: int, total: int) -> str | None:
 
 
 def reconcile_apply(*, user: User, plan_id: str, manifest_hash: str) -> ReconcileRun:
-    """Apply a plan: tombstone its candidates and keep the receipt on the run."""
+    """Apply a plan: tombstone its candidates, move its moves, keep the receipt on the run."""
     try:
         run_id = uuid.UUID(str(plan_id))
     except ValueError:
         raise NotFound("No such reconcile plan.", code="plan_not_found") from None
     moment = now()
-    tombstoned: list[Entity] = []
     with transaction.atomic():
         run = (
             ReconcileRun.objects.select_for_update()
@@ -184,39 +208,57 @@ def reconcile_apply(*, user: User, plan_id: str, manifest_hash: str) -> Reconcil
         if run is None:
             raise NotFound("No such reconcile plan.", code="plan_not_found")
         _check_fresh(run, manifest_hash, moment)
-        wanted = {c["id"]: c for c in run.candidates}
-        rows = list(
-            Entity.objects.select_for_update()
-            .select_related("project", "user__tenant")
-            .filter(pk__in=list(wanted), project=run.project)
-            .order_by("key")
-        )
-        changed = [
-            e.key for e in rows if e.deleted_at is not None or e.version != wanted[e.pk]["version"]
-        ]
-        if changed or len(rows) != len(wanted):
-            raise Conflict(
-                "Entities changed since the plan was made: make a new plan.",
-                code="stale_plan",
-                changed=changed[:50],
-            )
-        for entity in rows:
+        doomed, moving = _unchanged_rows(run)
+        for entity in doomed:
             entity_tombstone(entity=entity, moment=moment, reason="reconcile")
-            tombstoned.append(entity)
+        moved = []
+        for entity in moving:
+            old = entity.key
+            entity_relocate(
+                entity=entity, path=run_move_to(run, entity), machine=run.machine, moment=moment
+            )
+            moved.append({"before": old, "key": entity.key})
         run.status = ReconcileRun.Status.APPLIED
         run.applied_at = moment
-        run.deleted = [e.key for e in rows]
-        run.save(update_fields=["status", "applied_at", "deleted"])
+        run.deleted = [e.key for e in doomed]
+        run.moved = moved
+        run.save(update_fields=["status", "applied_at", "deleted", "moved"])
         audit_record(
             action="reconcile.apply",
             tenant=user.tenant,
             subject_user=user,
             target=run,
-            metadata={"project": run.project.key, "deleted": len(rows)},
+            metadata={"project": run.project.key, "deleted": len(doomed), "moved": len(moved)},
         )
-    for entity in tombstoned:
+    for entity in [*doomed, *moving]:
         entity_index(entity=entity)
     return run
+
+
+def run_move_to(run: ReconcileRun, entity: Entity) -> str:
+    return str(next(m["to"] for m in run.moves if m["id"] == entity.pk))
+
+
+def _unchanged_rows(run: ReconcileRun) -> tuple[list[Entity], list[Entity]]:
+    """The plan's candidates and moves, locked, as they were planned (else 409)."""
+    wanted = {c["id"]: c for c in [*run.candidates, *run.moves]}
+    rows = list(
+        Entity.objects.select_for_update()
+        .select_related("project", "user__tenant")
+        .filter(pk__in=list(wanted), project=run.project)
+        .order_by("key")
+    )
+    changed = [
+        e.key for e in rows if e.deleted_at is not None or e.version != wanted[e.pk]["version"]
+    ]
+    if changed or len(rows) != len(wanted):
+        raise Conflict(
+            "Entities changed since the plan was made: make a new plan.",
+            code="stale_plan",
+            changed=changed[:50],
+        )
+    moving = {m["id"] for m in run.moves}
+    return [e for e in rows if e.pk not in moving], [e for e in rows if e.pk in moving]
 
 
 def _check_fresh(run: ReconcileRun, manifest_hash: str, moment: Any) -> None:

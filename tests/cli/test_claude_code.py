@@ -12,6 +12,7 @@ import pytest
 from django.apps import apps
 
 from agents.models import Session
+from knowledge.models import Entity
 from tests.cli import claude_code
 from tests.cli.conftest import git_repo, make_cli
 
@@ -36,6 +37,18 @@ def model():
         if any(b.get("type") == "tool_result" for b in blocks):
             return [{"type": "text", "text": "The plan is written."}]
         said = " ".join(str(b.get("text", "")) for b in blocks)
+        if "Bash" in tools and "rename the plan" in said:
+            return [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_rename",
+                    "name": "Bash",
+                    "input": {
+                        "command": "git mv docs/plan.md docs/orders-plan.md",
+                        "description": "Rename the plan",
+                    },
+                }
+            ]
         if "Write" in tools and "write the plan" in said:
             found = re.search(r"(/\S+/plan\.md)", said)
             assert found is not None, said
@@ -55,7 +68,7 @@ def model():
     scripted.close()
 
 
-def run_claude(claude, cli, repo, model, prompt):
+def run_claude(claude, cli, repo, model, prompt, tools="Write"):
     env = cli.env(
         ANTHROPIC_BASE_URL=model.url,
         ANTHROPIC_API_KEY="scripted",
@@ -67,7 +80,7 @@ def run_claude(claude, cli, repo, model, prompt):
     )
     (cli.home / "tmp").mkdir(exist_ok=True)
     done = subprocess.run(
-        [str(claude), "-p", prompt, "--output-format", "json", "--allowedTools", "Write"],
+        [str(claude), "-p", prompt, "--output-format", "json", "--allowedTools", tools],
         cwd=repo,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -138,3 +151,50 @@ def test_claude_code_sessions_on_two_machines_share_their_work_through_atlas(
     assert "Last session on another machine (laptop-a)" in seen
     assert last_on_a.external_id in seen and "Upgrade the database" in seen
     assert Session.objects.filter(project__key=session.project.key).count() == 3
+
+
+def real_git_repo(where, remote):
+    """A git checkout (``git mv`` needs one) with its origin remote."""
+    where.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(where)], check=True)
+    subprocess.run(["git", "-C", str(where), "remote", "add", "origin", remote], check=True)
+    return where
+
+
+def test_a_note_renamed_with_git_mv_through_claude_code_keeps_its_entity_and_links(
+    claude, model, atlas_bin, tmp_path, server
+):
+    """Claude Code runs `git mv` through its Bash tool: the PostToolUse hook sees the move,
+    the entity moves with the file (same entity, history continued), and the [[plan]] link
+    of another note and the old key still resolve to it."""
+    a = make_cli(atlas_bin, tmp_path, server, "laptop-a")
+    repo = real_git_repo(tmp_path / "laptop" / "shop", "git@github.com:acme/shop.git")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "plan.md").write_text(PLAN)
+    (repo / "docs" / "index.md").write_text("# Index\n\nThe migration: [[plan]].\n")
+    subprocess.run(["git", "-C", str(repo), "add", "docs"], check=True)
+    install_hooks(a, repo)
+    assert a.json("entity", "index-all", cwd=repo)["delivery"]["pending"] == 0
+    before = Entity.objects.get(key="plan:docs-plan")
+
+    run_claude(claude, a, repo, model, "Please rename the plan to orders-plan", tools="Bash")
+    assert (repo / "docs" / "orders-plan.md").read_text() == PLAN
+    assert not (repo / "docs" / "plan.md").exists()
+    a.json("sync", cwd=repo)
+    [moved] = [r for r in a.spool_rows() if "moved_from" in r["args"]]
+    assert moved["state"] == "done" and json.loads(moved["args"])["moved_from"] == "docs/plan.md"
+
+    entity = Entity.objects.get(pk=before.pk)
+    assert (entity.key, entity.path, entity.deleted_at) == (
+        "plan:docs-orders-plan",
+        "docs/orders-plan.md",
+        None,
+    )
+    assert [r.kind for r in entity.revisions.order_by("number")] == ["created", "moved"]
+    assert Entity.objects.count() == 2  # no second entity for the new path
+    related = a.json("graph", "related", "note:docs-index", cwd=repo)
+    assert {(e["target"], e["resolved"]) for e in related["edges"]} == {
+        ("plan:docs-orders-plan", True)
+    }
+    by_old_key = a.json("graph", "related", "plan:docs-plan", cwd=repo)
+    assert by_old_key["root"]["key"] == "plan:docs-orders-plan"

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from knowledge.models import Entity
-from tests.cli.conftest import git_repo
+from tests.cli.conftest import git_repo, make_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,3 +113,45 @@ def test_graph_commands_print_text_by_default_and_read_what_people_type(
     assert not diff.stdout.lstrip().startswith("{")
     assert narrated.returncode == 0, narrated.stderr
     assert "## Narrative\nThe release waits on the orders migration." in narrated.stdout
+
+
+def checkout(where, remote="git@github.com:Acme/Shop.git", notes=NOTES):
+    root = git_repo(where, remote)
+    for rel, text in notes.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_a_machine_whose_checkout_is_behind_deletes_nothing_of_the_others_notes(
+    atlas_bin, tmp_path, server
+):
+    """B's checkout is 2 notes behind A's: `reconcile --apply --yes` on B keeps both, says
+    why; on A (which wrote them) deleting 2 of 6 is refused until --force, as the refusal
+    says."""
+    a = make_cli(atlas_bin, tmp_path, server, "laptop-a")
+    b = make_cli(atlas_bin, tmp_path, server, "desktop-b")
+    newer = {
+        **NOTES,
+        "docs/pricing.md": "# Pricing\n\nA's new pricing plan.\n",
+        "docs/support.md": "# Support\n\nA's new support rota.\n",
+    }
+    repo_a = checkout(tmp_path / "a" / "shop", notes=newer)
+    repo_b = checkout(tmp_path / "b" / "shop", "https://github.com/Acme/Shop.git")
+    assert a.json("entity", "index-all", cwd=repo_a)["delivery"]["pending"] == 0
+    assert b.json("entity", "index-all", cwd=repo_b)["delivery"]["pending"] == 0
+
+    shown = b.run("graph", "reconcile", cwd=repo_b)
+    assert shown.returncode == 0, shown.stderr
+    assert "docs-pricing (docs/pricing.md): keep: machine desktop-b has not seen" in shown.stdout
+    applied = b.json("graph", "reconcile", "--apply", "--yes", cwd=repo_b)
+    assert applied["deleted"] == [] and applied["status"] == "applied"
+    assert Entity.objects.filter(deleted_at__isnull=True).count() == 6
+
+    for rel in ("docs/pricing.md", "docs/support.md"):
+        (repo_a / rel).unlink()
+    refused = a.run("graph", "reconcile", "--apply", "--yes", cwd=repo_a)
+    assert refused.returncode == 5 and "too_many_deletions" in refused.stderr
+    assert "--force" in refused.stderr
+    forced = a.json("graph", "reconcile", "--apply", "--yes", "--force", cwd=repo_a)
+    assert sorted(forced["deleted"]) == ["note:docs-pricing", "note:docs-support"]

@@ -37,8 +37,12 @@ def fm(**fields: Any) -> str:
     return f"---\n{yaml.safe_dump(fields, sort_keys=False)}---\n{body}"
 
 
-def writer(user: User, project: Project) -> Note:
+def writer(user: User, project: Project, machine: str | None = None) -> Note:
+    """Upserts of the user's notes in the project (from ``machine``, when named)."""
+
     def note(path: str, content: str, base: int | None = None, **kw: Any) -> Upserted:
+        if machine is not None:
+            kw.setdefault("machine_key", machine)
         return entity_upsert(
             user=user,
             project_key=project.key,

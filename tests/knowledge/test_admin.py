@@ -10,6 +10,8 @@ from knowledge.models import Entity, ReconcileRun
 from knowledge.services.reconcile import reconcile_plan
 from tests.knowledge.conftest import fm, project_of, writer
 
+MACHINE = "laptop"
+
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
@@ -17,11 +19,12 @@ pytestmark = [pytest.mark.django_db, pytest.mark.services]
 def world(store, alice, charlie, acme_admin, acme_auditor, globex_admin):
     for user, tag in ((alice, "acmeside"), (charlie, "globexside")):
         project = project_of(user)
-        note = writer(user, project)
+        note = writer(user, project, MACHINE)
         note("docs/a.md", fm(id=f"{tag}-a", blocked_by=f"{tag}-b", body=f"{tag} body\n"))
         note("docs/a.md", fm(id=f"{tag}-a", body=f"{tag} body two\n"), base=1)
         note("docs/b.md", fm(id=f"{tag}-b"))
         reconcile_plan(
+            machine_key=MACHINE,
             user=user,
             project_key=project.key,
             roots=["docs"],

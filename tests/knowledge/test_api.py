@@ -268,7 +268,7 @@ def test_graph_queries_over_rest(api, store, app, bound):
 
 def test_reconcile_over_rest_refuses_then_plans_applies_and_keeps_a_receipt(api, store, app, bound):
     for n in range(3):
-        upsert(api, bound, app, f"docs/{n}.md", f"# Doc {n}\n")
+        upsert(api, bound, app, f"docs/{n}.md", f"# Doc {n}\n", machine_key="laptop")
     empty = api.post(
         "users/alice/graph/reconcile/plan",
         {"project_key": app.key, "roots": ["docs"], "files": []},
@@ -277,7 +277,12 @@ def test_reconcile_over_rest_refuses_then_plans_applies_and_keeps_a_receipt(api,
     assert empty.status_code == 400 and error_code(empty) == "empty_manifest"
     many = api.post(
         "users/alice/graph/reconcile/plan",
-        {"project_key": app.key, "roots": ["docs"], "files": [{"path": "docs/0.md"}]},
+        {
+            "project_key": app.key,
+            "roots": ["docs"],
+            "files": [{"path": "docs/0.md"}],
+            "machine_key": "laptop",
+        },
         token=bound,
     )
     assert many.status_code == 422 and error_code(many) == "too_many_deletions"
@@ -287,10 +292,12 @@ def test_reconcile_over_rest_refuses_then_plans_applies_and_keeps_a_receipt(api,
             "project_key": app.key,
             "roots": ["docs"],
             "files": [{"path": "docs/0.md"}, {"path": "docs/1.md"}],
+            "machine_key": "laptop",
         },
         token=bound,
     ).json()
     assert [c["path"] for c in plan["candidates"]] == ["docs/2.md"]
+    assert plan["candidates"][0]["reason"] == "missing_and_seen" and plan["machine"] == "laptop"
     receipt = api.post(
         "users/alice/graph/reconcile/apply",
         {"plan_id": plan["plan_id"], "manifest_hash": plan["manifest_hash"]},

@@ -17,15 +17,18 @@ from tenants.services.users import operator_create
 from tests.agents.test_erasure import erase
 from tests.knowledge.conftest import fm, project_of, writer
 
+MACHINE = "laptop"
+
 pytestmark = pytest.mark.services
 
 
 def graph(user):
     project = project_of(user)
-    note = writer(user, project)
+    note = writer(user, project, MACHINE)
     note("docs/a.md", fm(id="a", blocked_by="b", body="Narwhal tusk study.\n"))
     note("docs/b.md", fm(id="b", body="Tusk samples.\n"))
     reconcile_plan(
+        machine_key=MACHINE,
         user=user,
         project_key=project.key,
         roots=["docs"],

@@ -22,6 +22,8 @@ from knowledge.services.reconcile import reconcile_apply, reconcile_plan
 from memory.services.writes import memory_write
 from tests.knowledge.conftest import fm, project_of, writer
 
+MACHINE = "laptop"
+
 pytestmark = pytest.mark.services
 
 
@@ -34,7 +36,7 @@ def three(people):
     projects = {}
     for user in (people.alice, people.bob, people.charlie):
         project = project_of(user)
-        note = writer(user, project)
+        note = writer(user, project, MACHINE)
         word = marker(user.external_id)
         note(
             "docs/a.md",
@@ -94,7 +96,11 @@ def test_every_query_sees_only_the_callers_notes(people, three):
 def test_a_reconcile_of_one_user_never_touches_another_users_notes(people, three):
     key = three["alice"].key
     plan = reconcile_plan(
-        user=people.alice, project_key=key, roots=["docs"], files=[{"path": "docs/a.md"}]
+        machine_key=MACHINE,
+        user=people.alice,
+        project_key=key,
+        roots=["docs"],
+        files=[{"path": "docs/a.md"}],
     )
     assert [c["key"] for c in plan.candidates] == ["b"]
     reconcile_apply(user=people.alice, plan_id=str(plan.pk), manifest_hash=plan.manifest_hash)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_cli import __version__, account, config, graphtext, hooks, memsync
+from atlas_cli import __version__, account, config, graphtext, hooks, memsync, moves
 from atlas_cli.api import Client, HttpError, Offline
 from atlas_cli.core import (
     AUTH,
@@ -509,7 +509,7 @@ def _memory_dir(ctx: Context) -> Path:
     return Path(explicit) if explicit else claude_memory_dir(ctx.project.root)
 
 
-def entity_args(ctx: Context, path: Path) -> dict[str, Any] | None:
+def entity_args(ctx: Context, path: Path, moved_from: str | None = None) -> dict[str, Any] | None:
     path = path.resolve()
     try:
         rel = path.relative_to(ctx.project.root).as_posix()
@@ -523,9 +523,34 @@ def entity_args(ctx: Context, path: Path) -> dict[str, Any] | None:
         "machine_key": config.machine_key(),
     }
     base = memsync.entity_base(ctx.spool, ctx.project.key, rel)
+    if base is None and moved_from is None:  # new here: the same note from a path now gone?
+        moved_from = moves.gone_twin(ctx.spool, ctx.project.key, ctx.project.root, rel, content)
+    if moved_from is not None:
+        args["moved_from"] = moved_from
+        base = memsync.entity_base(ctx.spool, ctx.project.key, moved_from)
     if base is not None:
         args["base_version"] = base
     return args
+
+
+def spool_bash_moves(ctx: Context, event: dict[str, Any]) -> list[str]:
+    """A Bash command that moved notes (``mv``, ``git mv``): each moved note is sent with
+    the path it came from, so its entity moves with it. The new paths."""
+    tool_input = event.get("tool_input") or {}
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if not isinstance(command, str):
+        return []
+    cwd = Path(str(event.get("cwd") or ctx.project.root))
+    moved = moves.moved_notes(moves.bash_moves(command, cwd), ctx.project.root)
+    if moved:
+        ctx.register_project()
+    sent = []
+    for old, new in moved:
+        args = entity_args(ctx, new, moved_from=old)
+        if args is not None:
+            ctx.spool.add("entity.upsert", args)
+            sent.append(str(new))
+    return sent
 
 
 def cmd_entity(args: argparse.Namespace, ctx: Context) -> int:
@@ -590,50 +615,84 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
         )  # JSON (the default output): the brief is its "markdown" field
         emit(args, found, graphtext.handoff_text(found))
     elif sub == "reconcile":
-        root = ctx.project.root
-        roots = args.root or [""]
-        # The manifest holds the files under its roots only (the server refuses any other).
-        prefixes = [r.strip("/") + "/" if r.strip("/") else "" for r in roots]
-        files = [
-            {"path": rel, "hash": memsync.digest(p.read_bytes())}
-            for p in sorted(root.rglob("*.md"))
-            if not any(part.startswith(".") for part in p.relative_to(root).parts)
-            for rel in [p.relative_to(root).as_posix()]
-            if any(rel.startswith(prefix) for prefix in prefixes)
-        ]
-        plan = read(
-            ctx,
-            "POST",
-            "graph/reconcile/plan",
-            {"project_key": key, "roots": roots, "files": files},
-        )
-        names = [c["key"] for c in plan.get("candidates", [])]
-        if not args.apply:
-            emit(
-                args,
-                plan,
-                "would delete: "
-                + (", ".join(names) or "nothing")
-                + "\n(plan only; --apply to apply)",
-            )
+        return graph_reconcile(args, ctx)
+    return OK
+
+
+def reconcile_manifest(root: Path, roots: list[str]) -> list[dict[str, str]]:
+    """Every markdown file under the roots (hidden folders skipped): path, hash, and its
+    front matter id when it has one (reconcile finds a moved note by it)."""
+    prefixes = [r.strip("/") + "/" if r.strip("/") else "" for r in roots]
+    files = []
+    for p in sorted(root.rglob("*.md")):
+        rel = p.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in p.relative_to(root).parts):
+            continue
+        if not any(rel.startswith(prefix) for prefix in prefixes):
+            continue
+        data = p.read_bytes()
+        item = {"path": rel, "hash": memsync.digest(data)}
+        found = moves.front_matter_id(data.decode("utf-8", "replace"))
+        if found:
+            item["id"] = found
+        files.append(item)
+    return files
+
+
+def reconcile_text(plan: dict[str, Any]) -> str:
+    """The plan as a person reads it: each missing note, what happens to it and why."""
+    lines = [f"{c['key']} ({c['path']}): delete: {c.get('why', '')}" for c in plan["candidates"]]
+    lines += [
+        f"{m['key']} ({m['path']}): move to {m['to']}: {m.get('why', '')}"
+        for m in plan.get("moves", [])
+    ]
+    lines += [f"{k['key']} ({k['path']}): keep: {k.get('why', '')}" for k in plan.get("kept", [])]
+    return "\n".join(lines) or "nothing to delete or move"
+
+
+def graph_reconcile(args: argparse.Namespace, ctx: Context) -> int:
+    """Plan (default), then with --apply ask and apply: deletes only notes this machine has
+    seen; moves notes found at a new path; --force lifts the mass-deletion guard."""
+    roots = args.root or [""]
+    body = {
+        "project_key": ctx.project.key,
+        "roots": roots,
+        "files": reconcile_manifest(ctx.project.root, roots),
+        "machine_key": config.machine_key(),
+        "force": bool(args.force),
+    }
+    try:
+        plan = read(ctx, "POST", "graph/reconcile/plan", body)
+    except Failure as exc:
+        if "too_many_deletions" in str(exc):
+            raise Failure(
+                f"{exc} Check the plan, then rerun with --force.", exc.code, exc.data
+            ) from None
+        raise
+    text = reconcile_text(plan)
+    names = [c["key"] for c in plan.get("candidates", [])]
+    changes = names + [m["key"] for m in plan.get("moves", [])]
+    if not args.apply:
+        emit(args, plan, text + "\n(plan only; --apply to apply)")
+        return OK
+    if changes and not args.yes:
+        print(text)
+        answer = input(f"delete {len(names)} and move {len(changes) - len(names)} entities? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            emit(args, {"applied": False}, "nothing deleted")
             return OK
-        if names and not args.yes:
-            answer = input(f"delete {len(names)} entities ({', '.join(names[:10])})? [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                emit(args, {"applied": False}, "nothing deleted")
-                return OK
-        receipt = read(
-            ctx,
-            "POST",
-            "graph/reconcile/apply",
-            {"plan_id": plan["plan_id"], "manifest_hash": plan["manifest_hash"]},
-        )
-        emit(
-            args,
-            receipt,
-            f"deleted {len(receipt.get('deleted', []))}; "
-            f"restorable until {receipt.get('restorable_until')}",
-        )
+    receipt = read(
+        ctx,
+        "POST",
+        "graph/reconcile/apply",
+        {"plan_id": plan["plan_id"], "manifest_hash": plan["manifest_hash"]},
+    )
+    emit(
+        args,
+        receipt,
+        f"deleted {len(receipt.get('deleted', []))}, moved {len(receipt.get('moved', []))}; "
+        f"restorable until {receipt.get('restorable_until')}",
+    )
     return OK
 
 
@@ -851,6 +910,9 @@ def compose_brief(ctx: Context, *, timeout: float) -> str:
 
 
 def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> None:
+    if event.get("tool_name") == "Bash":
+        _touched(ctx, event, spool_bash_moves(ctx, event))
+        return
     tool_input = event.get("tool_input") or {}
     file_path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
     if not isinstance(file_path, str) or not file_path.endswith(".md"):
@@ -881,15 +943,21 @@ def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> N
         if args is not None:
             ctx.spool.add("entity.upsert", args)
             queued = True
+    _touched(ctx, event, [str(path)] if queued else [])
+
+
+def _touched(ctx: Context, event: dict[str, Any], files: list[str]) -> None:
+    """After a hook queued writes of ``files``: the session's touch, then a background sync."""
+    if not files:
+        return
     session = _session(event)
-    if session and queued:
+    if session:
         start_session(ctx, session)
-        rel = str(path)
         ctx.spool.add(
-            "session.touch", {"session_id": session, "turns": 0, "writes": 1, "files": [rel[-500:]]}
+            "session.touch",
+            {"session_id": session, "turns": 0, "writes": 1, "files": [f[-500:] for f in files]},
         )
-    if queued:
-        background_sync(ctx.profile.name)
+    background_sync(ctx.profile.name)
 
 
 def hook_stop(ctx: Context, event: dict[str, Any], started: float) -> None:
@@ -1119,6 +1187,11 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s.add_argument("--root", action="append")
     s.add_argument("--apply", action="store_true", help="apply the plan (asks unless --yes)")
     s.add_argument("--yes", action="store_true")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="lift the mass-deletion guard (more than 20, or 10%% of the notes under the roots)",
+    )
 
     sp = add("spool", help="the offline spool").add_subparsers(dest="spool_cmd", required=True)
     s = sp.add_parser("ls", parents=[common])

@@ -23,7 +23,7 @@ MARK = "#atlas-cli-hook"
 EVENTS: dict[str, tuple[str | None, str, int]] = {
     # event: (matcher, atlas hook name, Claude Code timeout in seconds)
     "SessionStart": (None, "session-start", 15),
-    "PostToolUse": ("Write|Edit|MultiEdit", "post-tool-use", 5),
+    "PostToolUse": ("Write|Edit|MultiEdit|Bash", "post-tool-use", 5),  # Bash: mv, git mv
     "Stop": (None, "stop", 5),
     "SessionEnd": (None, "session-end", 10),
     "PreCompact": (None, "pre-compact", 10),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atlas_cli import moves
 from atlas_cli.spool import Spool
 
 CONFLICT = ".conflict-"
@@ -219,11 +220,15 @@ def on_result(spool: Spool, item: dict[str, Any], outcome: dict[str, Any]) -> No
     elif op == "entity.upsert" and status in ("applied", "duplicate"):
         entity = result.get("entity") or {}
         if isinstance(entity.get("version"), int):
+            if args.get("moved_from"):
+                moves.forget(spool, args["project_key"], args["moved_from"])
             with spool.tx() as db:
                 db.execute(
                     "INSERT OR REPLACE INTO entities (project_key, path, version) VALUES (?, ?, ?)",
                     (args["project_key"], args["path"], entity["version"]),
                 )
+            if result.get("outcome") != "conflict":
+                moves.remember(spool, args["project_key"], args["path"], args["content"])
 
 
 def entity_base(spool: Spool, project_key: str, rel: str) -> int | None:
