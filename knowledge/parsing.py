@@ -1,5 +1,5 @@
-"""Reading one markdown note: front matter (YAML, parsed with PyYAML's safe loader, aliases
-refused), the body kept as written, the stable key, and the edges it declares.
+"""Reading one markdown note: front matter (YAML, loaded and checked by ``front_matter``), the
+body kept as written, the stable key, and the edges it declares.
 
 Pure functions, no database: ``parse_note(path, content)`` is all the services need.
 """
@@ -10,15 +10,13 @@ import hashlib
 import posixpath
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from typing import Any
 
-import yaml
-
 from atlas_platform.exceptions import ValidationError
+from atlas_platform.text import text_problem
+from knowledge.front_matter import load_front_matter
 
 MAX_CONTENT = 200_000  # the body limit (ATLAS_MAX_REQUEST_BYTES, 256 KiB) with JSON escapes
-MAX_FRONT_MATTER = 16_384
 MAX_PATH = 500
 MAX_REFS = 200
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
@@ -104,21 +102,6 @@ def stem(path: str) -> str:
     return name.rsplit(".", 1)[0].casefold()
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """YAML values as JSON values (dates as ISO strings)."""
-    if depth > 20:
-        raise ValidationError("front matter is nested too deeply.", code="bad_front_matter")
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_plain(v, depth + 1) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
 def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
     """(front matter, body). Front matter: a first line ``---``, YAML, a line ``---`` or
     ``...``. The body is everything after it, unchanged. No front matter: ({}, content)."""
@@ -131,35 +114,8 @@ def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
         if line.rstrip("\r") in ("---", "..."):
             raw = "\n".join(lines[:n])
             body = "\n".join(lines[n + 1 :])
-            return _load_yaml(raw), body
+            return load_front_matter(raw), body
     return {}, content  # an opening line without a closing one is not front matter
-
-
-def _load_yaml(raw: str) -> dict[str, Any]:
-    if len(raw) > MAX_FRONT_MATTER:
-        raise ValidationError(
-            f"front matter is longer than {MAX_FRONT_MATTER} characters.",
-            code="bad_front_matter",
-        )
-    try:
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(raw, Loader=yaml.SafeLoader)):
-            raise ValidationError(
-                "front matter must not use YAML aliases.", code="bad_front_matter"
-            )
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        raise ValidationError(
-            f"front matter is not valid YAML{where}.", code="bad_front_matter"
-        ) from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValidationError("front matter must be a YAML mapping.", code="bad_front_matter")
-    plain = _plain(data)
-    assert isinstance(plain, dict)  # noqa: S101 - _plain keeps a mapping a mapping
-    return plain
 
 
 def _word(fm: dict[str, Any], name: str, max_length: int = 50) -> str:
@@ -236,9 +192,12 @@ def _links(body: str, path: str) -> list[str]:
 def parse_note(*, path: str, content: str) -> ParsedNote:
     """Everything the graph keeps of one note. Raises ``ValidationError`` (400) on a path or
     front matter it cannot take; the body is never altered."""
-    if not isinstance(content, str) or len(content) > MAX_CONTENT or "\x00" in content:
+    if not isinstance(content, str) or len(content) > MAX_CONTENT or text_problem(content):
         raise ValidationError(
-            f"content must be text of at most {MAX_CONTENT} characters.", code="bad_content"
+            f"content must be text of at most {MAX_CONTENT} characters, without NUL "
+            "characters or lone surrogates.",
+            code="bad_content",
+            field="content",
         )
     where = clean_path(path)
     fm, body = split_front_matter(content)
