@@ -22,7 +22,7 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import Node, ScalarNode
 
 from atlas_platform.exceptions import ValidationError
-from atlas_platform.text import PROBLEMS, join_surrogate_pairs, text_problem
+from atlas_platform.text import PROBLEMS, escape_surrogates, join_surrogate_pairs, text_problem
 
 MAX_FRONT_MATTER = 16_384
 MAX_DEPTH = 20
@@ -80,7 +80,7 @@ _Loader.add_constructor("tag:yaml.org,2002:binary", _as_written)
 def load_front_matter(raw: str) -> dict[str, Any]:
     """The front matter ``raw`` (the YAML text between the ``---`` lines) as JSON values."""
     if len(raw) > MAX_FRONT_MATTER:
-        _refuse("", f"is longer than {MAX_FRONT_MATTER} characters", "too_long")
+        refuse("", f"is longer than {MAX_FRONT_MATTER} characters", "too_long")
     try:
         _check_events(raw)
         data = yaml.load(raw, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
@@ -96,7 +96,7 @@ def load_front_matter(raw: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        _refuse("", "must be a YAML mapping", "not_a_mapping")
+        refuse("", "must be a YAML mapping", "not_a_mapping")
     plain = _plain(data, "")
     assert isinstance(plain, dict)  # noqa: S101 - _plain keeps a mapping a mapping
     return plain
@@ -110,7 +110,7 @@ def _check_events(raw: str) -> None:
     want_top_key = False
     for event in yaml.parse(raw, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent):
-            _refuse(top_key, "must not use YAML aliases", "alias")
+            refuse(top_key, "must not use YAML aliases", "alias")
         if depth == 1 and isinstance(event, yaml.NodeEvent):
             if want_top_key:
                 top_key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
@@ -119,7 +119,7 @@ def _check_events(raw: str) -> None:
             depth += 1
             want_top_key = want_top_key or depth == 1  # the root mapping: a key comes next
             if depth > MAX_DEPTH:
-                _refuse(top_key, f"is nested deeper than {MAX_DEPTH} levels", "too_deep")
+                refuse(top_key, f"is nested deeper than {MAX_DEPTH} levels", "too_deep")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
@@ -129,12 +129,12 @@ def _plain(value: Any, where: str) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if _past_64_bits(value):
-        _refuse(where, "is an integer past 64 bits; quote it to keep it as text", _BIG)
+        refuse(where, "is an integer past 64 bits; quote it to keep it as text", _BIG)
     if isinstance(value, int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            _refuse(where, "is not a finite number; quote it to keep it as text", "not_finite")
+            refuse(where, "is not a finite number; quote it to keep it as text", "not_finite")
         return value
     if isinstance(value, datetime | date):
         return value.isoformat()
@@ -160,11 +160,11 @@ def _past_64_bits(value: Any) -> bool:
 def _key(key: Any, where: str) -> str:
     """A mapping key as text (YAML also allows numbers, dates, null and booleans as keys)."""
     if _past_64_bits(key):
-        _refuse(where, "has a key that is an integer past 64 bits", _BIG)
+        refuse(where, "has a key that is an integer past 64 bits", _BIG)
     text = join_surrogate_pairs(key if isinstance(key, str) else str(key))
     problem = text_problem(text)
     if problem is not None:
-        _refuse(where, f"has a key that {PROBLEMS[problem]}", problem)
+        refuse(where, f"has a key that {PROBLEMS[problem]}", problem)
     return text
 
 
@@ -172,15 +172,18 @@ def _text(value: str, where: str) -> str:
     text = join_surrogate_pairs(value)
     problem = text_problem(text)
     if problem is not None:
-        _refuse(where, PROBLEMS[problem], problem)
+        refuse(where, PROBLEMS[problem], problem)
     return text
 
 
-def _refuse(where: str, problem: str, reason: str) -> NoReturn:
-    name = f"front matter {where!r}" if where else "front matter"
+def refuse(where: str, problem: str, reason: str) -> NoReturn:
+    """A 400 naming the field (``where``: its path, ``tags[1]``, ``a.b``; "" the whole front
+    matter) and why (``reason``, machine-readable)."""
+    name = f"front matter {where!r}" if where else "front matter"  # repr escapes a surrogate
     raise ValidationError(
         f"{name} {problem}.",
         code="bad_front_matter",
-        field=f"front_matter.{where}" if where else "front_matter",
+        # a key as written may hold a lone surrogate: the answer must still encode
+        field=f"front_matter.{escape_surrogates(where)}" if where else "front_matter",
         reason=reason,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from atlas_platform.exceptions import ValidationError
 from atlas_platform.text import text_problem
-from knowledge.front_matter import load_front_matter
+from knowledge.front_matter import load_front_matter, refuse
 
 MAX_CONTENT = 200_000  # the body limit (ATLAS_MAX_REQUEST_BYTES, 256 KiB) with JSON escapes
 MAX_PATH = 500
@@ -123,13 +123,10 @@ def _word(fm: dict[str, Any], name: str, max_length: int = 50) -> str:
     if value is None:
         return ""
     if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValidationError(f"front matter {name!r} must be a string.", code="bad_front_matter")
+        refuse(name, "must be a string", "not_a_string")
     text = str(value).strip()
     if len(text) > max_length:
-        raise ValidationError(
-            f"front matter {name!r} is longer than {max_length} characters.",
-            code="bad_front_matter",
-        )
+        refuse(name, f"is longer than {max_length} characters", "too_long")
     return text
 
 
@@ -142,16 +139,10 @@ def _refs(fm: dict[str, Any], name: str) -> list[str]:
     refs = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
-            raise ValidationError(
-                f"front matter {name!r} must be a string or a list of strings.",
-                code="bad_front_matter",
-            )
+            refuse(name, "must be a string or a list of strings", "not_a_string")
         text = str(item).strip()
         if not text or len(text) > MAX_PATH:
-            raise ValidationError(
-                f"front matter {name!r}: references of 1-{MAX_PATH} characters.",
-                code="bad_front_matter",
-            )
+            refuse(name, f"must hold references of 1-{MAX_PATH} characters", "too_long")
         refs.append(text)
     return refs
 
@@ -162,12 +153,10 @@ def _tags(fm: dict[str, Any]) -> list[str]:
         return []
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
-        raise ValidationError("front matter 'tags' must be a list.", code="bad_front_matter")
+        refuse("tags", "must be a list", "not_a_list")
     tags = [str(t).strip() for t in items if str(t).strip()]
     if len(tags) > 50 or any(len(t) > 100 for t in tags):
-        raise ValidationError(
-            "front matter 'tags': at most 50 of at most 100 characters.", code="bad_front_matter"
-        )
+        refuse("tags", "must hold at most 50 tags of at most 100 characters", "too_long")
     return tags
 
 
@@ -204,10 +193,7 @@ def parse_note(*, path: str, content: str) -> ParsedNote:
     kind = slug(_word(fm, "type")) or "note"
     explicit = _word(fm, "id", 128)
     if explicit and not ID_PATTERN.match(explicit):
-        raise ValidationError(
-            "front matter 'id' must be 1-128 of A-Za-z0-9._:@- (starting with one of A-Za-z0-9).",
-            code="bad_front_matter",
-        )
+        refuse("id", "must be 1-128 of A-Za-z0-9._:@- (starting with one of A-Za-z0-9)", "bad_id")
     key = explicit or f"{kind[:40]}:{slug(where.rsplit('.', 1)[0]) or 'note'}"
     heading = _HEADING.search(_FENCE.sub("", body))
     title = (
@@ -224,7 +210,10 @@ def parse_note(*, path: str, content: str) -> ParsedNote:
     edges = {(label, target) for label, target in edges if target not in (key, where)}
     if len(edges) > MAX_REFS:
         raise ValidationError(
-            f"a note may declare at most {MAX_REFS} relationships.", code="bad_front_matter"
+            f"a note may declare at most {MAX_REFS} relationships.",
+            code="bad_front_matter",
+            field="content",
+            reason="too_many_relationships",
         )
     return ParsedNote(
         key=key,

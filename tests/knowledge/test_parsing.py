@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from atlas_platform.exceptions import ValidationError
@@ -175,3 +177,18 @@ def test_a_lone_surrogate_in_the_content_is_refused():
     with pytest.raises(ValidationError) as caught:
         parse_note(path="a.md", content="body \ud800")
     assert caught.value.code == "bad_content"
+
+
+def test_every_refusal_of_front_matter_names_the_field():
+    for content, field in [
+        ("---\ntype: [a]\n---\n", "front_matter.type"),
+        ("---\ntitle: " + "x" * 501 + "\n---\n", "front_matter.title"),
+        ("---\nblocked_by: [{a: 1}]\n---\n", "front_matter.blocked_by"),
+        ("---\ntags: {a: 1}\n---\n", "front_matter.tags"),
+        ("---\nid: 'has space'\n---\n", "front_matter.id"),
+        ('---\n"\\ud800": ' + "[" * 30 + "]" * 30 + "\n---\n", "front_matter.\\ud800"),
+    ]:
+        with pytest.raises(ValidationError) as caught:
+            parse_note(path="a.md", content=content)
+        assert caught.value.details["field"] == field, content
+        json.dumps(caught.value.details, ensure_ascii=False).encode()  # the answer encodes
