@@ -158,12 +158,14 @@ def reads_back(client: Client, token: str, project: Project, done: dict[str, Any
     assert json.loads(b"".join(export.streaming_content))["counts"]["entities"] >= 1
 
 
-def post(client: Client, token: str, path: str, body: Any) -> Any:
+def post(
+    client: Client, token: str, path: str, body: Any, headers: dict[str, str] | None = None
+) -> Any:
     return client.post(
         f"/api/v1/users/alice/{path}",
         json.dumps(body),
         content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {token}",
+        headers={"Authorization": f"Bearer {token}", **(headers or {})},
     )
 
 
@@ -174,13 +176,16 @@ def test_the_generator_reaches_what_broke_before() -> None:
 
 
 @FUZZ
-@given(content=NOTE)
+@given(content=NOTE, ledger=st.booleans())
 def test_any_note_upserted_alone_is_below_500(
-    client: Client, writer: tuple[str, Project], content: str
+    client: Client, writer: tuple[str, Project], content: str, ledger: bool
 ) -> None:
+    """Alone, with or without an ``Operation-Id`` (the replay ledger's path)."""
     token, project = writer
-    body = {"project_key": project.key, "path": next(PATHS), "content": content}
-    response = post(client, token, "entities", body)
+    path = next(PATHS)
+    body = {"project_key": project.key, "path": path, "content": content}
+    headers = {"Operation-Id": f"alone-{path[7:-3]}"} if ledger else {}
+    response = post(client, token, "entities", body, headers)
     answer = below_500(response)
     event(f"alone: {response.status_code} {answer.get('code', '')}")
     if response.status_code >= 400:
