@@ -11,11 +11,15 @@ from typing import Any
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.parsers import JSONParser
 
+from atlas_platform.text import PROBLEMS, Problem, escape_surrogates, text_problem
+
 
 class StrictJSONParser(JSONParser):
-    """JSON bodies whose strings hold no NUL character (U+0000): PostgreSQL cannot store one in
-    text or JSON, and no memory needs it, so it is refused up front with a 400 naming the field
-    instead of failing half-way through a write."""
+    """JSON bodies whose strings hold no NUL character (U+0000: PostgreSQL cannot store one in
+    text or JSON) and no lone surrogate (a ``\\ud800`` escape that is not half of a pair: no
+    UTF-8 encoder takes it, so it could never be written out again; ``atlas_platform.text``).
+    No memory needs either, so each is refused up front with a 400 naming the field instead of
+    failing half-way through a write, or later, in every read and export of what was stored."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         try:
@@ -29,11 +33,10 @@ class StrictJSONParser(JSONParser):
             raise drf_exceptions.ParseError(
                 f"The JSON body nests deeper than {MAX_BODY_DEPTH} levels.", code="too_deep"
             )
-        where = _nul_path(data, "body")
-        if where is not None:
-            raise drf_exceptions.ParseError(
-                f"{where} contains a NUL character (\\u0000); remove it.", code="nul_character"
-            )
+        found = _bad_text(data, "body")
+        if found is not None:
+            where, problem = found
+            raise drf_exceptions.ParseError(f"{where} {PROBLEMS[problem]}.", code=problem)
         return data
 
 
@@ -55,20 +58,22 @@ def too_deep(value: Any, limit: int = MAX_BODY_DEPTH) -> bool:
     return False
 
 
-def _nul_path(value: Any, path: str) -> str | None:
-    """The path of the first string (key or value) holding a NUL character, or None."""
+def _bad_text(value: Any, path: str) -> tuple[str, Problem] | None:
+    """The path of the first string (key or value) that cannot be stored, and why; or None."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        problem = text_problem(value)
+        return (path, problem) if problem else None
     if isinstance(value, dict):
         for key, item in value.items():
-            if "\x00" in key:
-                return f"{path} key {key!r}"
-            found = _nul_path(item, f"{path}.{key}")
+            problem = text_problem(key)
+            if problem:
+                return f"{path} key {escape_surrogates(repr(key))}", problem
+            found = _bad_text(item, f"{path}.{escape_surrogates(key)}")
             if found:
                 return found
     if isinstance(value, list):
         for n, item in enumerate(value):
-            found = _nul_path(item, f"{path}[{n}]")
+            found = _bad_text(item, f"{path}[{n}]")
             if found:
                 return found
     return None

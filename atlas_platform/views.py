@@ -12,11 +12,11 @@ from django.conf import settings
 from django.http import QueryDict
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import SAFE_METHODS
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from atlas_platform.exceptions import ValidationError
+from atlas_platform.renderers import JSONRenderer
 from atlas_platform.throttling import TokenRateThrottle
 
 

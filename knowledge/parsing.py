@@ -1,5 +1,5 @@
-"""Reading one markdown note: front matter (YAML, parsed with PyYAML's safe loader, aliases
-refused), the body kept as written, the stable key, and the edges it declares.
+"""Reading one markdown note: front matter (YAML, loaded and checked by ``front_matter``), the
+body kept as written, the stable key, and the edges it declares.
 
 Pure functions, no database: ``parse_note(path, content)`` is all the services need.
 """
@@ -10,15 +10,13 @@ import hashlib
 import posixpath
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from typing import Any
 
-import yaml
-
 from atlas_platform.exceptions import ValidationError
+from atlas_platform.text import text_problem
+from knowledge.front_matter import load_front_matter, refuse
 
 MAX_CONTENT = 200_000  # the body limit (ATLAS_MAX_REQUEST_BYTES, 256 KiB) with JSON escapes
-MAX_FRONT_MATTER = 16_384
 MAX_PATH = 500
 MAX_REFS = 200
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
@@ -109,21 +107,6 @@ def derived_key(kind: str, path: str) -> str:
     return f"{kind[:40]}:{slug(path.rsplit('.', 1)[0]) or 'note'}"
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """YAML values as JSON values (dates as ISO strings)."""
-    if depth > 20:
-        raise ValidationError("front matter is nested too deeply.", code="bad_front_matter")
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_plain(v, depth + 1) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
 def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
     """(front matter, body). Front matter: a first line ``---``, YAML, a line ``---`` or
     ``...``. The body is everything after it, unchanged. No front matter: ({}, content)."""
@@ -136,35 +119,8 @@ def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
         if line.rstrip("\r") in ("---", "..."):
             raw = "\n".join(lines[:n])
             body = "\n".join(lines[n + 1 :])
-            return _load_yaml(raw), body
+            return load_front_matter(raw), body
     return {}, content  # an opening line without a closing one is not front matter
-
-
-def _load_yaml(raw: str) -> dict[str, Any]:
-    if len(raw) > MAX_FRONT_MATTER:
-        raise ValidationError(
-            f"front matter is longer than {MAX_FRONT_MATTER} characters.",
-            code="bad_front_matter",
-        )
-    try:
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(raw, Loader=yaml.SafeLoader)):
-            raise ValidationError(
-                "front matter must not use YAML aliases.", code="bad_front_matter"
-            )
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        raise ValidationError(
-            f"front matter is not valid YAML{where}.", code="bad_front_matter"
-        ) from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValidationError("front matter must be a YAML mapping.", code="bad_front_matter")
-    plain = _plain(data)
-    assert isinstance(plain, dict)  # noqa: S101 - _plain keeps a mapping a mapping
-    return plain
 
 
 def _word(fm: dict[str, Any], name: str, max_length: int = 50) -> str:
@@ -172,13 +128,10 @@ def _word(fm: dict[str, Any], name: str, max_length: int = 50) -> str:
     if value is None:
         return ""
     if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValidationError(f"front matter {name!r} must be a string.", code="bad_front_matter")
+        refuse(name, "must be a string", "not_a_string")
     text = str(value).strip()
     if len(text) > max_length:
-        raise ValidationError(
-            f"front matter {name!r} is longer than {max_length} characters.",
-            code="bad_front_matter",
-        )
+        refuse(name, f"is longer than {max_length} characters", "too_long")
     return text
 
 
@@ -191,16 +144,10 @@ def _refs(fm: dict[str, Any], name: str) -> list[str]:
     refs = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
-            raise ValidationError(
-                f"front matter {name!r} must be a string or a list of strings.",
-                code="bad_front_matter",
-            )
+            refuse(name, "must be a string or a list of strings", "not_a_string")
         text = str(item).strip()
         if not text or len(text) > MAX_PATH:
-            raise ValidationError(
-                f"front matter {name!r}: references of 1-{MAX_PATH} characters.",
-                code="bad_front_matter",
-            )
+            refuse(name, f"must hold references of 1-{MAX_PATH} characters", "too_long")
         refs.append(text)
     return refs
 
@@ -211,12 +158,10 @@ def _tags(fm: dict[str, Any]) -> list[str]:
         return []
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
-        raise ValidationError("front matter 'tags' must be a list.", code="bad_front_matter")
+        refuse("tags", "must be a list", "not_a_list")
     tags = [str(t).strip() for t in items if str(t).strip()]
     if len(tags) > 50 or any(len(t) > 100 for t in tags):
-        raise ValidationError(
-            "front matter 'tags': at most 50 of at most 100 characters.", code="bad_front_matter"
-        )
+        refuse("tags", "must hold at most 50 tags of at most 100 characters", "too_long")
     return tags
 
 
@@ -241,19 +186,19 @@ def _links(body: str, path: str) -> list[str]:
 def parse_note(*, path: str, content: str) -> ParsedNote:
     """Everything the graph keeps of one note. Raises ``ValidationError`` (400) on a path or
     front matter it cannot take; the body is never altered."""
-    if not isinstance(content, str) or len(content) > MAX_CONTENT or "\x00" in content:
+    if not isinstance(content, str) or len(content) > MAX_CONTENT or text_problem(content):
         raise ValidationError(
-            f"content must be text of at most {MAX_CONTENT} characters.", code="bad_content"
+            f"content must be text of at most {MAX_CONTENT} characters, without NUL "
+            "characters or lone surrogates.",
+            code="bad_content",
+            field="content",
         )
     where = clean_path(path)
     fm, body = split_front_matter(content)
     kind = slug(_word(fm, "type")) or "note"
     explicit = _word(fm, "id", 128)
     if explicit and not ID_PATTERN.match(explicit):
-        raise ValidationError(
-            "front matter 'id' must be 1-128 of A-Za-z0-9._:@- (starting with one of A-Za-z0-9).",
-            code="bad_front_matter",
-        )
+        refuse("id", "must be 1-128 of A-Za-z0-9._:@- (starting with one of A-Za-z0-9)", "bad_id")
     key = explicit or derived_key(kind, where)
     heading = _HEADING.search(_FENCE.sub("", body))
     title = (
@@ -270,7 +215,10 @@ def parse_note(*, path: str, content: str) -> ParsedNote:
     edges = {(label, target) for label, target in edges if target not in (key, where)}
     if len(edges) > MAX_REFS:
         raise ValidationError(
-            f"a note may declare at most {MAX_REFS} relationships.", code="bad_front_matter"
+            f"a note may declare at most {MAX_REFS} relationships.",
+            code="bad_front_matter",
+            field="content",
+            reason="too_many_relationships",
         )
     return ParsedNote(
         key=key,

@@ -13,6 +13,13 @@ from atlas_platform.exceptions import NotFound, PermissionDenied, ValidationErro
 from tenants.models import EXTERNAL_ID_VALIDATOR, PlatformToken, ScopedKey, Tenant, User
 
 
+def _some_users_id(external_id: str) -> None:
+    """404 for what can never be a user's id (a NUL byte, which PostgreSQL cannot even
+    compare, among others), before any query."""
+    if not re.fullmatch(EXTERNAL_ID_VALIDATOR.regex, external_id):
+        raise NotFound("No such user in this tenant.", code="user_not_found")
+
+
 def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     """The user a token names by external id, within the token's own tenant.
 
@@ -21,9 +28,7 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
     disabled user of the token's own tenant is ``user_disabled`` (403), since the caller
     provisioned them and must know why the call fails.
     """
-    if not re.fullmatch(EXTERNAL_ID_VALIDATOR.regex, external_id):
-        # Never a user's id (a NUL byte, which PostgreSQL cannot even compare, among others).
-        raise NotFound("No such user in this tenant.", code="user_not_found")
+    _some_users_id(external_id)
     if token.user_id is not None:
         # A user-scoped token can only ever name its own user, loaded with the token already.
         own = token.user
@@ -48,6 +53,7 @@ def user_for_token(*, token: PlatformToken, external_id: str) -> User:
 
 def tenant_user(*, tenant_id: int, external_id: str) -> User:
     """A user of the tenant by external id, in any status, keys prefetched (404 otherwise)."""
+    _some_users_id(external_id)
     user = (
         User.objects.select_related("tenant")
         .prefetch_related("scoped_keys")

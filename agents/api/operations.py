@@ -163,8 +163,11 @@ class OutcomeOut(serializers.Serializer[Any]):
         choices=["applied", "duplicate", "conflict", "rejected", "retry"],
         help_text=(
             "applied | duplicate (the first result again) | conflict (409, server state in "
-            "error.details) | rejected (4xx, e.g. 422: the id was used for another payload) | "
-            "retry (503: store unavailable, nothing recorded; send it again)."
+            "error.details) | rejected (4xx: invalid, e.g. 400 bad_front_matter naming the "
+            "field, 404, 422 the id was used for another payload; or 500 internal_error: "
+            "nothing applied, do not resend as is) | retry (503: the store or the database "
+            "is unavailable, nothing recorded; send it again). Each operation is answered on "
+            "its own: one that fails never undoes or blocks the others."
         ),
     )
     status_code = serializers.IntegerField(help_text="The HTTP status it would have had alone.")

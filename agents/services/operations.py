@@ -4,7 +4,10 @@ transaction and answered on its own.
 Per operation: ``applied`` (its result), ``duplicate`` (the same id and payload again, within
 ``ATLAS_OPERATION_TTL_DAYS``: the first result, nothing applied), ``conflict`` (409, the
 server's state), ``rejected`` (4xx: invalid, not found, or the same id with another payload,
-422), ``retry`` (503: the store is unavailable, nothing recorded; send it again later).
+422; or 500 ``internal_error``: a failure of ours that no validation caught, logged; nothing of
+it kept), ``retry`` (503: the store or the database is unavailable, nothing recorded; send it
+again later). Whatever one operation meets, the others are applied and answered: a batch
+answers 200 with one outcome per operation (only a batch that does not parse is a 400).
 
 Operations on rows only are claimed and applied in one transaction, so a claim exists exactly
 when the work committed. An operation that writes to the memory store cannot be (the store is
@@ -21,13 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 
 from agents.models import AppliedOperation
 from agents.services.common import now
@@ -35,7 +39,19 @@ from atlas_platform.exceptions import AtlasError, Unavailable
 from memory.services.intents import replayable
 from tenants.models import User
 
+logger = logging.getLogger(__name__)
 Status = Literal["applied", "duplicate", "conflict", "rejected", "retry"]
+DATABASE_DOWN = {
+    "code": "database_unavailable",
+    "message": "The database is unavailable; this operation was not applied. Send it again.",
+}
+INTERNAL = {
+    "code": "internal_error",
+    "message": (
+        "Something went wrong on our side applying this operation; it was not applied, and "
+        "the others were answered on their own. Quote the request id if you report it."
+    ),
+}
 
 
 class OperationIdReused(AtlasError):
@@ -113,6 +129,12 @@ def _apply_one(user: User, op: Operation) -> Outcome:
         return _apply_rows(user, op)
     except AtlasError as exc:
         return _refused(op, exc)
+    except (OperationalError, InterfaceError) as exc:  # the database went away: nothing kept
+        logger.warning("operation %s (%s): database unavailable", op.id, op.kind, exc_info=exc)
+        return Outcome(op.id, "retry", 503, error=DATABASE_DOWN)
+    except Exception as exc:  # a bug of ours: this one operation is answered, the rest go on
+        logger.error("operation %s (%s) failed unexpectedly", op.id, op.kind, exc_info=exc)
+        return Outcome(op.id, "rejected", 500, error=INTERNAL)
 
 
 def _known(user: User, op: Operation) -> Outcome | None:

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from atlas_platform.exceptions import ValidationError
+from atlas_platform.text import PROBLEMS, text_problem
 from memory.embedding import Embedder, EmbeddingError, default_embedder
 from memory.engine.base import EngineError, MemoryBackend
 from memory.engine.registry import get_backend
@@ -51,8 +52,9 @@ def clean_text(text: object, *, field: str = "text") -> str:
         raise ValidationError(
             f"{field} is {len(text)} characters; the limit is {limit}.", code="text_too_long"
         )
-    if "\x00" in text:
-        raise ValidationError(f"{field} contains a NUL character; remove it.", code="nul_character")
+    problem = text_problem(text)
+    if problem is not None:
+        raise ValidationError(f"{field} {PROBLEMS[problem]}.", code=problem)
     return text
 
 

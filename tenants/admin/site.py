@@ -6,8 +6,10 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.auth.models import User as Account
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.contrib.contenttypes import views as contenttype_views
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, URLResolver, path, reverse
 
 from tenants.scoping import request_scope
 
@@ -33,6 +35,17 @@ class AtlasAdminSite(admin.AdminSite):
             return HttpResponseRedirect(dashboard)
         response: HttpResponse = super().index(request, extra_context)
         return response
+
+    def get_urls(self) -> list[URLResolver | URLPattern]:
+        """Django's, with its "view on site" redirect answering 404 for any id that cannot be
+        a row (Django's lets a UUID field's ValidationError through: a 500)."""
+        urls: list[URLResolver | URLPattern] = super().get_urls()
+        redirect = path(
+            "r/<path:content_type_id>/<path:object_id>/",
+            self.admin_view(view_on_site),
+            name="view_on_site",
+        )
+        return [redirect if getattr(u, "name", None) == "view_on_site" else u for u in urls]
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         """The apps, with a "Dashboards" section first (index and sidebar alike)."""
@@ -61,3 +74,11 @@ class AtlasAdminSite(admin.AdminSite):
 
 
 site = AtlasAdminSite(name="admin")
+
+
+def view_on_site(request: HttpRequest, content_type_id: str, object_id: str) -> HttpResponse:
+    try:
+        response: HttpResponse = contenttype_views.shortcut(request, content_type_id, object_id)
+    except ValidationError as exc:
+        raise Http404("No such object.") from exc
+    return response

@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.utils.encoders import JSONEncoder
 
 from atlas_platform.openapi import READ_ERRORS, USER_ID, errors
+from atlas_platform.text import escape_surrogates
 from tenants.api.base import UserApiView
 from tenants.exports import ExportSection, export_sections, in_batches, register_export
 from tenants.models import PlatformToken, ScopedKey, User
@@ -125,16 +126,26 @@ def _document(user: User, sections: list[tuple[ExportSection, Iterator[Any]]]) -
                 size += len(item)
                 n += 1
                 if size >= CHUNK_BYTES:
-                    yield "".join(buffer).encode()
+                    yield _utf8("".join(buffer))
                     buffer, size = [], 0
             buffer.append("]")
             counts[section.name] = n
     except Exception:
         logger.exception("the export of user %s stopped mid-stream", user.pk)
-        yield "".join(buffer).encode()
+        yield _utf8("".join(buffer))
         return  # no closing brace: the body is visibly incomplete
     buffer.append(f',"counts":{encoder.encode(counts)}}}')
-    yield "".join(buffer).encode()
+    yield _utf8("".join(buffer))
+
+
+def _utf8(json_text: str) -> bytes:
+    """The JSON text as UTF-8. A lone surrogate that was stored before input refused them
+    (the embedded default's SQLite took one) is written as its ``\\udXXX`` escape: the same
+    JSON value, so one odd note never cuts a person's export short."""
+    try:
+        return json_text.encode()
+    except UnicodeEncodeError:
+        return escape_surrogates(json_text).encode()
 
 
 class UserExportView(UserApiView):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from unittest import mock
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
+from agents.api.operations import KINDS, Kind
 from agents.models import AppliedOperation, Message, Session, Task, TaskTransition
 from agents.services.operations import operations_purge
 from memory.selectors import memory_counts
@@ -139,6 +142,51 @@ def test_an_invalid_operation_is_rejected_alone(api, alice_bound):
     ]
     assert "colour" in results[1]["error"]["details"]["fields"]
     assert Task.objects.count() == 2 and Message.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "code"),
+    [
+        (
+            RuntimeError("a bug the operation's content triggers"),
+            ("rejected", 500),
+            "internal_error",
+        ),
+        (RecursionError("maximum recursion depth exceeded"), ("rejected", 500), "internal_error"),
+        (OperationalError("the database went away"), ("retry", 503), "database_unavailable"),
+    ],
+)
+def test_an_unexpected_failure_of_one_operation_is_answered_alone(
+    api, alice_bound, monkeypatch, caplog, fault, status, code
+):
+    """A fault injected in one operation's service (a bug the validation missed, a database
+    that went away): that operation alone is answered, with nothing of it recorded; the ones
+    before and after it apply and keep their answers. Before, the whole batch was a 500."""
+    create = KINDS["task.create"]
+
+    def faulty(agent, args):
+        if args["title"] == "boom":
+            raise fault
+        return create.run(agent, args)
+
+    monkeypatch.setitem(KINDS, "task.create", Kind(create.shape, faulty))
+    with caplog.at_level("WARNING", logger="agents.services.operations"):
+        results = batch(
+            api,
+            alice_bound,
+            op("a", "task.create", title="before"),
+            op("b", "task.create", title="boom"),
+            op("c", "task.create", title="after"),
+        )
+
+    assert statuses(results) == [("a", "applied", 200), ("b", *status), ("c", "applied", 200)]
+    assert results[1]["error"]["code"] == code and results[1]["result"] is None
+    assert "boom" not in json.dumps(results[1]) and "went away" not in json.dumps(results[1])
+    assert sorted(Task.objects.values_list("title", flat=True)) == ["after", "before"]
+    assert not AppliedOperation.objects.filter(operation_id="b").exists()
+    assert any("operation b" in r.getMessage() for r in caplog.records)
+    again = batch(api, alice_bound, op("a", "task.create", title="before"))
+    assert statuses(again) == [("a", "duplicate", 200)]
 
 
 def test_a_malformed_batch_applies_nothing(api, alice_bound, settings):

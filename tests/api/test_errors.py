@@ -187,6 +187,46 @@ def test_a_nul_character_anywhere_is_a_400_and_nothing_is_written(api, alice_tok
     assert listed.json()["hits"] == []
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "where"),
+    [
+        ("memories", {"text": "tea \ud800 time", "memory_type": "semantic"}, "body.text"),
+        (
+            "memories",
+            {"text": "x", "memory_type": "semantic", "metadata": {"k": ["\udfff"]}},
+            "body.metadata.k[0]",
+        ),
+        ("memories", {"text": "x", "memory_type": "semantic", "metadata": {"\ud800": 1}}, "key"),
+        ("turns", {"text": "hello", "session_id": "s\udc00"}, "body.session_id"),
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_a_400_and_nothing_is_written(
+    api, alice_token, path, body, where
+):
+    """A ``\\ud800`` escape that is not half of a pair: stored, it could never be written out
+    again (responses, the user's export), so it is refused where text enters."""
+    response = api.post(
+        f"users/alice/{path}", body, token=alice_token, headers={"Idempotency-Key": "sur-1"}
+    )
+
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "surrogate"
+    assert where in response.json()["error"]["message"]
+    listed = api.post("users/alice/recall", {"query": "tea time hello"}, token=alice_token)
+    assert listed.json()["hits"] == []
+
+
+def test_an_escaped_surrogate_pair_is_the_character_it_spells(api, alice_token):
+    response = api.post(
+        "users/alice/memories",
+        {"text": "party \U0001f600", "memory_type": "semantic"},
+        token=alice_token,
+    )  # json.dumps writes it as the pair \ud83d\ude00
+
+    assert response.status_code == 201, response.content
+    assert response.json()["text"] == "party \U0001f600"
+
+
 def test_the_services_refuse_nul_text_from_any_interface(alice):
     from atlas_platform.exceptions import ValidationError
     from memory.services.writes import memory_write
@@ -195,6 +235,9 @@ def test_the_services_refuse_nul_text_from_any_interface(alice):
         memory_write(user=alice, text="a\u0000b", memory_type="semantic")
 
     assert refused.value.code == "nul_character"
+    with pytest.raises(ValidationError) as refused:
+        memory_write(user=alice, text="a\ud800b", memory_type="semantic")
+    assert refused.value.code == "surrogate"
 
 
 SECRET = "internal detail: password=hunter2 at 10.0.0.7:9200"

@@ -260,6 +260,29 @@ def test_a_failure_mid_stream_cuts_the_document_visibly_short(
     assert any("mid-stream" in r.getMessage() for r in caplog.records)
 
 
+def test_a_lone_surrogate_stored_before_it_was_refused_is_exported_escaped(
+    api: Any, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite (the embedded default) took a lone surrogate before input refused them; the
+    export then broke mid-stream with a UnicodeEncodeError. It is written as its escape."""
+    agent = register(alice)
+    task_create(user=alice, agent=agent, title="task 0")
+    section = next(s for s in exports.export_sections() if s.name == "tasks")
+
+    def stored_before(user: User) -> Any:
+        for task in section.rows(user):
+            task.title = "odd \ud800 title"  # as a row stored before the fix reads back
+            yield task
+
+    monkeypatch.setitem(
+        exports._SECTIONS, "tasks", exports.ExportSection("tasks", stored_before, section.shape, "")
+    )
+
+    body = exported(api.get("users/alice/export", token=user_token(alice)))
+
+    assert body["tasks"][0]["title"] == "odd \ud800 title" and body["counts"]["tasks"] == 1
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_served_app_streams_a_big_export_whole(
     atlas_server: str, alice: User, monkeypatch: pytest.MonkeyPatch

@@ -63,6 +63,18 @@ def test_the_listing_stays_within_the_tokens_tenant(api, alice, charlie, provisi
     assert api.get("users/charlie", token=provisioner).status_code == 404
 
 
+@pytest.mark.parametrize("external_id", ["bob%00", "bob%00/disable", "%00", "b%C3%A9b%00"])
+def test_a_user_id_no_user_can_have_is_not_found(api, bob, provisioner, external_id):
+    """A NUL byte (which PostgreSQL cannot even compare) names nobody: 404, never a 500."""
+    method = "POST" if external_id.endswith("/disable") else "GET"
+    response = api.call(method, f"users/{external_id}", token=provisioner)
+
+    assert response.status_code == 404, response.content
+    assert error_code(response) == "user_not_found"
+    bob.refresh_from_db()
+    assert bob.status == "active"
+
+
 def test_disable_then_enable_again(api, alice, provisioner):
     off = api.post("users/alice/disable", token=provisioner)
     again = api.post("users/alice/disable", token=provisioner)

@@ -14,10 +14,13 @@ from typing import Any
 import pytest
 
 from agents.models import AppliedOperation, Task
+from agents.services.operations import operations_apply
+from knowledge.models import Entity
 from memory.selectors import memory_counts
 from tenants.models import PlatformToken
 from tenants.services.tokens import token_revoke
-from tests.cli.conftest import free_port, wait_for
+from tests.cli.conftest import free_port, git_repo, wait_for
+from tests.knowledge.test_api import HOSTILE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -196,6 +199,65 @@ def test_a_rejected_operation_does_not_block_the_others(cli, server):
     assert report.returncode == 5
     assert len(data["rejected"]) == 1 and data["applied"] == 2
     assert semantic(server.user) == 1
+
+
+def test_hostile_notes_are_quarantined_and_the_spool_moves_past_them(cli, server, tmp_path):
+    """The red team's front matter, indexed offline then replayed in one batch: each hostile
+    note is rejected alone (quarantined, with the field named), the good notes and what was
+    spooled after them apply, and the next sync has nothing left to send."""
+    repo = git_repo(tmp_path / "shop", "git@github.com:Acme/Shop.git")
+    (repo / "docs").mkdir()
+    (repo / "docs/a-good.md").write_text("---\nid: good\ndue: 0000-00-00\n---\n# Good\n")
+    for name, yaml_text in HOSTILE.items():
+        (repo / f"docs/hostile-{name}.md").write_text(f"---\n{yaml_text}\n---\nBody.\n")
+    closed = f"http://127.0.0.1:{free_port()}"
+    offline = cli.run("entity", "index-all", cwd=repo, ATLAS_URL=closed)
+    assert offline.returncode == 0, offline.stderr
+    cli.run("remember", "written after the hostile notes", ATLAS_URL=closed)
+
+    first = cli.run("sync", "--json", cwd=repo)
+    again = cli.json("sync", cwd=repo)
+
+    report = json.loads(first.stdout)
+    assert first.returncode == 5, first.stderr  # something was rejected: said, not hidden
+    assert len(report["rejected"]) == len(HOSTILE) and report["pending"] == 0
+    assert report["stopped"] is None
+    assert {r["error"]["code"] for r in report["rejected"]} == {"bad_front_matter"}
+    assert again["sent"] == 0 and again["pending"] == 0
+    done = [r["kind"] for r in cli.spool_rows() if r["state"] == "done"]
+    assert report["applied"] == len(done) and done.count("entity.upsert") == 1
+    assert "memory.write" in done  # spooled after the hostile notes, applied all the same
+    quarantined = [r for r in cli.spool_rows() if r["state"] == "quarantined"]
+    assert len(quarantined) == len(HOSTILE)
+    assert all(json.loads(r["error"])["details"]["field"] == "front_matter.x" for r in quarantined)
+    assert list(Entity.objects.values_list("key", flat=True)) == ["good"]
+    assert semantic(server.user) == 1
+
+
+def test_a_batch_the_server_fails_on_is_sent_op_by_op_and_only_the_bad_one_waits(
+    cli, server, monkeypatch
+):
+    """A server bug that one operation triggers for its whole batch (a fault injected in the
+    live server): the CLI sends each alone, the others apply, the bad one waits (backoff)."""
+
+    def buggy(*, user, operations):
+        if any(op.kind == "task.create" for op in operations):
+            raise RuntimeError("a bug this operation triggers")
+        return operations_apply(user=user, operations=operations)
+
+    monkeypatch.setattr("agents.api.views.operations_apply", buggy)
+    closed = f"http://127.0.0.1:{free_port()}"
+    cli.run("remember", "before the poison", ATLAS_URL=closed)
+    cli.run("task", "start", "The poisoned task", ATLAS_URL=closed)
+    cli.run("remember", "after the poison", ATLAS_URL=closed)
+
+    report = cli.json("sync")
+
+    assert report["stopped"] is None and report["retry"] == 1 and report["pending"] == 2
+    waiting = [r for r in cli.spool_rows() if r["state"] == "pending"]
+    assert [r["kind"] for r in waiting] == ["task.create", "task.transition"]  # it waits too
+    assert json.loads(waiting[0]["error"])["code"] == "internal_error"
+    assert semantic(server.user) == 2 and Task.objects.count() == 0
 
 
 def test_a_revoked_token_stops_delivery_and_drops_nothing(cli, server):

@@ -196,11 +196,13 @@ def test_an_agent_operation_replays_through_the_same_mechanism(carol, monkeypatc
         return {"id": doc.id}
 
     op = Operation(id="op-1", kind="memory.write", request_hash="h", run=run, touches_store=True)
-    with pytest.raises(OperationalError):  # the batch answers 503: the client sends it again
-        operations_apply(user=carol, operations=[op])
+    # the operation alone is answered retry (503): the client sends it again
+    [first] = operations_apply(user=carol, operations=[op])
     [second] = operations_apply(user=carol, operations=[op])
     [third] = operations_apply(user=carol, operations=[op])
 
+    assert (first.status, first.status_code) == ("retry", 503)
+    assert first.error is not None and first.error["code"] == "database_unavailable"
     assert (second.status, third.status) == ("applied", "duplicate")
     expected = derived_id(f"op:{carol.tenant_id}:{carol.pk}:op-1:h", 0)
     assert second.result == third.result == {"id": expected}

@@ -227,6 +227,57 @@ def test_entity_upserts_replay_through_the_operations_batch(api, store, app, bou
     ]
 
 
+# What the red team sent: each answered 500 before front matter was checked value by value.
+HOSTILE = {
+    "deep": "x: " + "[" * 8000 + "]" * 8000,
+    "inf": "x: .inf",
+    "minus-inf": "x: -.inf",
+    "nan": "x: .nan",
+    "huge-int": "x: " + "9" * 5000,
+    "nul": 'x: "\\0"',
+    "surrogate": 'x: "\\ud800"',
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_front_matter_is_a_400_naming_the_field(api, store, app, bound, name):
+    content = f"---\n{HOSTILE[name]}\n---\nBody.\n"
+    response = upsert(api, bound, app, "a.md", content)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "bad_front_matter" and "'x'" in error["message"]
+    assert error["details"]["field"] == "front_matter.x"
+    assert not Entity.objects.exists() and not Revision.objects.exists()
+
+
+def test_a_date_that_is_no_date_is_kept_as_written(api, store, app, bound):
+    response = upsert(api, bound, app, "a.md", "---\nid: plan-x\ndue: 0000-00-00\n---\nBody.\n")
+    assert response.status_code == 201, response.content
+    got = api.get(f"users/alice/entities/plan-x?project={app.key}", token=bound).json()
+    assert got["front_matter"] == {"id": "plan-x", "due": "0000-00-00"}
+
+
+def test_a_batch_with_hostile_notes_applies_the_others_and_answers_each(api, store, app, bound):
+    def note(op_id, path, content):
+        args = {"project_key": app.key, "path": path, "content": content}
+        return {"id": op_id, "op": "entity.upsert", "args": args}
+
+    ops = [note("good-1", "a.md", "# A\n")]
+    ops += [note(f"bad-{n}", f"{n}.md", f"---\n{y}\n---\n") for n, y in HOSTILE.items()]
+    ops += [note("good-2", "b.md", "---\ndue: 0000-00-00\n---\n# B\n")]
+    response = api.post("users/alice/operations", {"operations": ops}, token=bound)
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert [(r["id"], r["status"], r["status_code"]) for r in results] == [
+        ("good-1", "applied", 200),
+        *[(f"bad-{n}", "rejected", 400) for n in HOSTILE],
+        ("good-2", "applied", 200),
+    ]
+    assert all(r["error"]["code"] == "bad_front_matter" for r in results[1:-1])
+    assert all(r["error"]["details"]["field"] == "front_matter.x" for r in results[1:-1])
+    assert sorted(Entity.objects.values_list("path", flat=True)) == ["a.md", "b.md"]
+
+
 def test_graph_queries_over_rest(api, store, app, bound):
     upsert(
         api,

@@ -11,6 +11,9 @@ for each operation decides what happens to it:
 - ``conflict``: done, and reported (the server's state is kept in ``error``);
 - ``rejected``: quarantined with the reason (``atlas spool show/retry/drop``);
 - ``retry`` or no answer: pending again, after a backoff with jitter;
+- a whole batch answered 400 / 413 / 500 (the server could not parse, or failed on, one of
+  its operations): each is sent alone, so only that one is quarantined (400, 413) or waits
+  (500: backoff, the server may be fixed) and the others are delivered;
 - a revoked or invalid token (401/403): delivery stops and says so; nothing is dropped.
 
 One bad operation never blocks the others. A spool file that is not a readable SQLite database
@@ -457,9 +460,10 @@ class Spool:
                     "nothing was dropped: `atlas login` with a valid token, then `atlas sync`"
                 )
                 return False
-            if exc.status in (400, 413) and len(batch) > 1:
-                # one operation the server will not parse fails the whole batch: send each
-                # alone, so the bad one is quarantined and the others go through
+            if exc.status in (400, 413, 500) and len(batch) > 1:
+                # one operation the server will not parse (400, 413) or fails on (500) fails
+                # the whole batch: send each alone, so the bad one is set apart and the others
+                # go through
                 for item in batch:
                     if report.stopped is not None:
                         break
@@ -478,6 +482,12 @@ class Spool:
                 return True
             if exc.status == 429:
                 return self._throttled(client, batch, report, remaining, on_result, exc)
+            if exc.status == 500:
+                # the server fails on this operation alone: it waits (backoff; kept, a fixed
+                # server takes it) and the others go on
+                self._backoff(ids, {"code": exc.code, "message": exc.message})
+                report.retry += 1
+                return True
             self._backoff(ids)
             report.retry += len(ids)
             report.stopped = f"server answered {exc.status} {exc.code}"
