@@ -2,8 +2,8 @@
 ``{"$ref": "<operation id>", "field": "<name>"}`` is that operation's result field (a task's
 ``create`` and its ``transition``: ``task_id`` and ``expected_version`` from the create).
 
-A reference names an earlier operation of the same batch, else one this user's ledger holds
-(applied before by the same agent, within ``ATLAS_OPERATION_TTL_DAYS``). It is resolved before the operation is
+A reference names an earlier operation of the same batch, else one this agent's ledger holds
+(applied before, within ``ATLAS_OPERATION_TTL_DAYS``). It is resolved before the operation is
 parsed, and the operation's fingerprint is taken over the resolved arguments, so a client that
 resolved the reference itself and one that sent it unresolved replay the same operation. The
 batch is applied in runs between references, so operations with none are still applied

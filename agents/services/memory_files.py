@@ -48,7 +48,7 @@ def path_problem(path: object) -> str | None:
     folded = unicodedata.normalize("NFKC", path)
     if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in folded):
         return "no control, format or unassigned characters"
-    if any(c in LOOKALIKES for c in folded) or folded != path and _structural(folded, path):
+    if any(c in LOOKALIKES for c in folded) or (folded != path and _structural(folded, path)):
         return "no look-alikes of '/', '.' or '\\'"
     if "\\" in folded or folded.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", folded):
         return "relative ('/'-separated, not absolute, no '~', no drive, no backslash)"

@@ -172,6 +172,16 @@ def cli(atlas_bin: Path, tmp_path: Path, server: Server) -> Cli:
     return make_cli(atlas_bin, tmp_path, server, "laptop-a")
 
 
+@pytest.fixture
+def two_machines(atlas_bin: Path, tmp_path: Path, server: Server) -> tuple[Cli, Cli, Path, Path]:
+    """Laptop A and desktop B, one repository checked out at two paths, two remote spellings."""
+    a = make_cli(atlas_bin, tmp_path, server, "laptop-a")
+    b = make_cli(atlas_bin, tmp_path, server, "desktop-b")
+    repo_a = git_repo(tmp_path / "a-checkout" / "shop", "git@github.com:Acme/Shop.git")
+    repo_b = git_repo(tmp_path / "elsewhere" / "shop-clone", "https://github.com/Acme/Shop")
+    return a, b, repo_a, repo_b
+
+
 def git_repo(where: Path, remote: str) -> Path:
     """A checkout with a remote (a .git/config is all the client reads)."""
     (where / ".git").mkdir(parents=True)
