@@ -202,6 +202,7 @@ class Proxy:
         self.delay = 10.0
         self.forwarded = 0
         self.dropped = 0
+        self.seen: list[bytes] = []  # every request forwarded, as it went over the wire
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -247,6 +248,7 @@ class Proxy:
                 return
             if mode == "slow":
                 time.sleep(self.delay)
+            self.seen.append(request)
             with socket.create_connection(self.upstream) as up:
                 up.sendall(request)
                 answer = b""

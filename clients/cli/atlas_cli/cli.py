@@ -1045,8 +1045,8 @@ def checkpoint_text(event: dict[str, Any]) -> str:
 
 def hook_user_prompt_submit(ctx: Context, event: dict[str, Any], started: float) -> None:
     prompt = event.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return
+    if not isinstance(prompt, str) or not strip_private(prompt).strip():
+        return  # nothing to recall for (a prompt all private is not sent at all)
     client = Client(ctx.profile, timeout=_left(started, 2.0))
     try:
         found = client.call("POST", client.user_path("recall"), {"query": prompt[:2000], "k": 3})
