@@ -5,6 +5,7 @@ edit is a conflict like two edits; one file's conflict never holds back the othe
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
@@ -126,3 +127,32 @@ def test_a_delete_of_a_file_edited_on_the_other_machine_is_a_conflict(two_machin
 
     assert confirmed["deleted"] == ["testing.md"] and text_of(server, "testing.md") is None
     assert open_conflicts(b, repo_b)["open"] == 0
+
+
+def test_an_older_spools_conflict_is_upgraded_and_still_open(two_machines, server):
+    """A spool from before conflicts were recorded with their file: its columns are added in
+    place, and the conflict file the older client wrote is taken as it is (not a second one)."""
+    a, b, repo_a, repo_b = two_machines
+    fa, fb = synced_on_both(two_machines, {"testing.md": NOTE})
+    (fa / "testing.md").write_text(NOTE + "A's edit\n")
+    sync(a, repo_a)
+    (fb / "testing.md").write_text(NOTE + "B's edit\n")
+    (fb / "testing.conflict-laptop-a.md").write_text(NOTE + "A's edit\n")  # the old client's
+    with sqlite3.connect(b.spool_file) as db:
+        db.execute("UPDATE memfiles SET conflict_hash = 'old'")
+        db.execute(  # the table as the older client made it
+            "CREATE TABLE old (project_key TEXT NOT NULL, path TEXT NOT NULL, base_hash TEXT, "
+            "sent_hash TEXT, conflict_hash TEXT, PRIMARY KEY (project_key, path))"
+        )
+        db.execute(
+            "INSERT INTO old SELECT project_key, path, base_hash, sent_hash, conflict_hash "
+            "FROM memfiles"
+        )
+        db.execute("DROP TABLE memfiles")
+        db.execute("ALTER TABLE old RENAME TO memfiles")
+
+    pulled = json.loads(sync(b, repo_b, "--pull").stdout)
+
+    assert pulled["conflicts"] == ["testing.md -> testing.conflict-laptop-a.md"]
+    assert sorted(p.name for p in fb.iterdir()) == ["testing.conflict-laptop-a.md", "testing.md"]
+    assert [c["kind"] for c in open_conflicts(b, repo_b)["memory_files"]] == ["edited"]

@@ -79,6 +79,11 @@ class SyncReport:
     skipped: list[str] = field(default_factory=list)
     pull_skipped: str = ""  # why --pull did not run (the server unreachable); "" when it ran
 
+    def conflict(self, rel: str, other: str | None) -> None:
+        """Report ``rel``'s conflict once (the pull's word replaces the push's)."""
+        self.conflicts = [c for c in self.conflicts if not c.startswith(f"{rel} -> ")]
+        self.conflicts.append(f"{rel} -> {other or 'not fetched yet'}")
+
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
@@ -230,7 +235,7 @@ def _settled(spool: Spool, key: str, folder: Path, rel: str, report: SyncReport)
     if state.conflict_hash is None:
         return state
     if _is_open(folder, state):
-        report.conflicts.append(f"{rel} -> {state.conflict_file or 'not fetched yet'}")
+        report.conflict(rel, state.conflict_file)
         return None
     base = None if state.conflict_hash == DELETED else state.conflict_hash
     _clear_conflict(spool, key, rel, base_hash=base, sent_hash=None)
@@ -360,15 +365,15 @@ def _conflict(
     """Record (or refresh) the conflict and its file. An open conflict's file is replaced by a
     newer version from there only if nobody touched it; else it stays as it is."""
     state = _state(spool, key, rel)
-    other = state.conflict_file or _free_name(folder, conflict_name(rel, machine))
+    other = state.conflict_file or _free_name(folder, conflict_name(rel, machine), content)
     if state.conflict_file is not None and _is_open(folder, state):
         if state.conflict_hash == other_hash:
-            report.conflicts.append(f"{rel} -> {other}")
+            report.conflict(rel, other)
             return
         current = _read(folder, other)
         written = state.conflict_hash if state.conflict_hash != DELETED else None
         if current is None or written is None or digest(current) != written:
-            report.conflicts.append(f"{rel} -> {other}")
+            report.conflict(rel, other)
             return  # the user is working on it: the newer version waits for the next round
     paths.write_text(folder, other, content)
     _set(
@@ -380,15 +385,18 @@ def _conflict(
         conflict_machine=machine,
         sent_hash=None,
     )
-    report.conflicts.append(f"{rel} -> {other}")
+    report.conflict(rel, other)
 
 
-def _free_name(folder: Path, name: str) -> str:
-    """``name``, or ``<stem>-2.md``, ... when a file of that name is there already (a conflict
-    file this spool does not know of is never written over)."""
+def _free_name(folder: Path, name: str, content: str) -> str:
+    """``name``, or ``<stem>-2.md``, ... when another file of that name is there already (a
+    conflict file this spool does not know of, say from an older client, is never written
+    over; one holding ``content`` already is taken as it is)."""
     stem, dot, suffix = name.rpartition(".")
     candidate, n = name, 1
     while (folder / candidate).exists() or (folder / candidate).is_symlink():
+        if _read(folder, candidate) == content.encode("utf-8"):
+            return candidate
         n += 1
         candidate = f"{stem}-{n}.{suffix}" if dot else f"{name}-{n}"
     return candidate
