@@ -806,15 +806,7 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
             brief = (
                 "(Atlas is offline and has no cached brief for this project; writes are spooled.)"
             )
-    conflicts = memsync.open_conflicts(ctx.spool, project_key=key, folder=folder)
-    if conflicts:  # the brief's first lines, whatever follows (live or cached)
-        brief = "\n".join(conflict_lines(conflicts, folder)) + "\n\n" + brief
-        names = ", ".join(c.path for c in conflicts)
-        print(
-            f"atlas: {len(conflicts)} memory-file conflict(s) open ({names}) in {folder}: "
-            "the session's brief says how to resolve them",
-            file=sys.stderr,
-        )
+    brief = with_conflicts(ctx, brief, project_key=key, folder=folder)
     print(
         json.dumps(
             {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": brief}}
@@ -842,6 +834,21 @@ CONFLICT_HELP = {
         "their version beside it."
     ),
 }
+
+
+def with_conflicts(ctx: Context, brief: str, *, project_key: str, folder: Path) -> str:
+    """``brief`` after the open memory-file conflicts' lines (live or cached, whatever
+    follows), said once on stderr too."""
+    conflicts = memsync.open_conflicts(ctx.spool, project_key=project_key, folder=folder)
+    if not conflicts:
+        return brief
+    names = ", ".join(c.path for c in conflicts)
+    print(
+        f"atlas: {len(conflicts)} memory-file conflict(s) open ({names}) in {folder}: "
+        "the session's brief says how to resolve them",
+        file=sys.stderr,
+    )
+    return "\n".join(conflict_lines(conflicts, folder)) + "\n\n" + brief
 
 
 def conflict_lines(conflicts: list[memsync.Conflict], folder: Path) -> list[str]:
