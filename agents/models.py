@@ -260,13 +260,20 @@ class Presence(models.Model):
 
 class AppliedOperation(models.Model):
     """A client operation id the batch endpoint applied, with its request hash and result: a
-    replay (even days later) answers the stored result. Kept ``ATLAS_OPERATION_TTL_DAYS``."""
+    replay by the same agent (even days later) answers the stored result. Kept
+    ``ATLAS_OPERATION_TTL_DAYS``."""
 
     class State(models.TextChoices):
         PENDING = "pending", "Being applied"
         DONE = "done", "Applied"
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="applied_operations")
+    # The agent that applied it: only that agent gets its answer back (another agent of the
+    # user reusing the id is refused, 409). None: applied before agents were recorded, or the
+    # agent was removed since; such an id answers no agent.
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     operation_id = models.CharField(max_length=128)
     kind = models.CharField(max_length=32)
     request_hash = models.CharField(max_length=64)

@@ -219,12 +219,17 @@ def memory_file_texts(*, user: User, rows: list[MemoryFile]) -> dict[str, str]:
 
 
 # --- the replay ledger ----------------------------------------------------------------------
-def applied_operation_results(*, user: User, operation_ids: set[str]) -> dict[str, dict[str, Any]]:
-    """The results of the user's operations applied with these ids (what a later operation's
-    ``$ref`` reads; ``agents.api.refs``)."""
+def applied_operation_results(
+    *, user: User, agent: Agent, operation_ids: set[str]
+) -> dict[str, dict[str, Any]]:
+    """The results of the operations this agent of the user applied with these ids (what a
+    later operation's ``$ref`` reads; ``agents.api.refs``): never another agent's."""
     if not operation_ids:
         return {}
     rows = AppliedOperation.objects.filter(
-        user=user, operation_id__in=operation_ids, state=AppliedOperation.State.DONE
+        user=user,
+        agent=agent,
+        operation_id__in=operation_ids,
+        state=AppliedOperation.State.DONE,
     ).values_list("operation_id", "result")
     return {op_id: result for op_id, result in rows if isinstance(result, dict)}

@@ -158,7 +158,10 @@ def graph_search(
     candidates = 500 if filtered else 200
     scored: dict[str, tuple[float, int]] = {}
     for owner in owners.values():
-        for hit in searchable_search(user=owner, query=query, candidates=candidates, read=False):
+        among = None if owner.pk == user.pk else _readable_docs(owner, allowed)
+        for hit in searchable_search(
+            user=owner, query=query, candidates=candidates, read=False, among=among
+        ):
             scored.setdefault(hit.id, (hit.score, hit.rank))
     rows = Entity.objects.filter(
         doc_id__in=list(scored), project_id__in=allowed, user_id__in=list(owners), deleted_at=None
@@ -177,6 +180,17 @@ def graph_search(
         SearchHit(n, scored[e.doc_id][0], e, _snippet(e.body, terms))
         for n, e in enumerate(ordered, start=1)
     ]
+
+
+def _readable_docs(owner: User, projects: set[int]) -> list[str]:
+    """Another user's documents the caller may read: the live entities of the readable
+    (team-visible) projects among ``projects``. Only these are ranked: ranked against the
+    owner's private notes, a score would tell whether those hold the query's words."""
+    return list(
+        Entity.objects.filter(
+            user=owner, project_id__in=projects, deleted_at=None, project__team_visible=True
+        ).values_list("doc_id", flat=True)
+    )
 
 
 def _snippet(body: str, terms: list[str], width: int = 200) -> str:

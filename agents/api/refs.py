@@ -2,7 +2,7 @@
 ``{"$ref": "<operation id>", "field": "<name>"}`` is that operation's result field (a task's
 ``create`` and its ``transition``: ``task_id`` and ``expected_version`` from the create).
 
-A reference names an earlier operation of the same batch, else one this user's ledger holds
+A reference names an earlier operation of the same batch, else one this agent's ledger holds
 (applied before, within ``ATLAS_OPERATION_TTL_DAYS``). It is resolved before the operation is
 parsed, and the operation's fingerprint is taken over the resolved arguments, so a client that
 resolved the reference itself and one that sent it unresolved replay the same operation. The
@@ -52,11 +52,11 @@ def operations_apply_linked(
     ordered: list[Outcome] = []
     run: list[Operation] = []
     ledger = applied_operation_results(
-        user=user, operation_ids=set().union(*(referenced(i["args"]) for i in items))
+        user=user, agent=agent, operation_ids=set().union(*(referenced(i["args"]) for i in items))
     )
 
     def flush() -> None:
-        for outcome in operations_apply(user=user, operations=run):
+        for outcome in operations_apply(user=user, operations=run, agent=agent):
             outcomes[outcome.id] = outcome
             ordered.append(outcome)
         run.clear()

@@ -113,7 +113,7 @@ class AgentUserView(UserView):
         args = {**request.data, **{k: v for k, v in path.items() if k != "user_id"}}
         item = parsed(OperationIn, {"id": operation_id, "op": self.operation_kind, "args": args})
         operation = parse_operation(self.agent, item, status_code=self.operation_status)
-        outcome = operations_apply(user=self.subject, operations=[operation])[0]
+        outcome = operations_apply(user=self.subject, operations=[operation], agent=self.agent)[0]
         if outcome.error is not None:
             error = outcome.error
             body = error_body(error["code"], error["message"], error.get("details"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import unicodedata
 
 from django.db import transaction
 
@@ -30,21 +31,46 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+# Characters that read as a slash or a dot without being one (after NFKC, which folds the
+# fullwidth forms, one- and two-dot leaders and the small full stop into "/" and "."): a path
+# holding one is refused, never stored for another machine to write somewhere unexpected.
+LOOKALIKES = frozenset("\u2044\u2215\u29f8\u2571\u29f5\u2216\u3002\uff61\u0338")
+
+
+def path_problem(path: object) -> str | None:
+    """Why ``path`` is not a safe path relative to the memory folder, or None. The checks run
+    on its NFKC form (a fullwidth solidus or a one-dot leader is its ASCII twin there): no
+    ``..`` / ``.`` / empty segment, no leading ``/`` or ``~``, no drive, no backslash, no
+    control or format character, no look-alike of a slash or dot, nothing under ``.git``.
+    The client (``atlas_cli.paths``) applies the same rules; tests keep them equal."""
+    if not isinstance(path, str) or not 0 < len(path) <= MAX_PATH:
+        return "a path of 1-500 characters"
+    folded = unicodedata.normalize("NFKC", path)
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in folded):
+        return "no control, format or unassigned characters"
+    if any(c in LOOKALIKES for c in folded) or (folded != path and _structural(folded, path)):
+        return "no look-alikes of '/', '.' or '\\'"
+    if "\\" in folded or folded.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", folded):
+        return "relative ('/'-separated, not absolute, no '~', no drive, no backslash)"
+    parts = folded.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "no empty, '.' or '..' segment"
+    if any(part.lower() == ".git" for part in parts):
+        return "nothing under .git"
+    return None
+
+
+def _structural(folded: str, path: str) -> bool:
+    """Whether NFKC changed a character that shapes a path (a separator, a dot, a tilde)."""
+    return any(folded.count(c) != path.count(c) for c in "/.\\~:")
+
+
 def clean_path(path: str) -> str:
-    """A path relative to the memory folder: ``/``-separated, no ``..``, no leading ``/``."""
-    parts = path.split("/") if isinstance(path, str) else []
-    if (
-        not isinstance(path, str)
-        or not 0 < len(path) <= MAX_PATH
-        or "\\" in path
-        or "\x00" in path
-        or path.startswith("/")
-        or any(part in ("", ".", "..") for part in parts)
-    ):
+    """A path relative to the memory folder (``path_problem`` says what is refused)."""
+    problem = path_problem(path)
+    if problem is not None:
         raise ValidationError(
-            "path: a relative path of 1-500 characters, '/'-separated, without '.' or '..'.",
-            code="bad_path",
-            field="path",
+            f"path: {problem}.", code="bad_path", field="path", path=str(path)[:MAX_PATH]
         )
     return path
 
@@ -84,10 +110,14 @@ def _conflict(row: MemoryFile) -> Conflict:
 
 
 def _based_on(row: MemoryFile | None, base_hash: str | None) -> bool:
-    """Whether a change based on ``base_hash`` may replace ``row`` (no row, or a tombstone
-    the client knew or did not know of: a resurrection loses nothing)."""
-    if row is None or row.deleted:
+    """Whether a change based on ``base_hash`` may replace ``row``: no row; the current
+    version; or a tombstone, only for a file the client never had (no base): an edit of a
+    version another machine deleted is a conflict, like an edit of one it replaced, so the
+    file never comes back there unannounced."""
+    if row is None:
         return True
+    if row.deleted:
+        return not base_hash
     return row.content_hash == (base_hash or "")
 
 

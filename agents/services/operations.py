@@ -33,7 +33,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 
-from agents.models import AppliedOperation
+from agents.models import Agent, AppliedOperation
 from agents.services.common import now
 from atlas_platform.exceptions import AtlasError, Unavailable
 from memory.services.intents import replayable
@@ -57,6 +57,11 @@ INTERNAL = {
 class OperationIdReused(AtlasError):
     status_code = 422
     code = "operation_id_reused"
+
+
+class OperationIdOfAnotherAgent(AtlasError):
+    status_code = 409
+    code = "operation_id_of_another_agent"
 
 
 class OperationBatchTooLarge(AtlasError):
@@ -107,26 +112,30 @@ def _refused(op: Operation, exc: AtlasError) -> Outcome:
     return Outcome(op.id, status, exc.status_code, error=_error(exc))
 
 
-def operations_apply(*, user: User, operations: Sequence[Operation]) -> list[Outcome]:
+def operations_apply(
+    *, user: User, operations: Sequence[Operation], agent: Agent | None = None
+) -> list[Outcome]:
     """Apply the operations in order, each in its own transaction, each answered alone: one
-    that fails never undoes or blocks the others."""
+    that fails never undoes or blocks the others. ``agent``: who sends them; an id the
+    ledger holds for another agent of the user is refused (409), never answered with that
+    agent's result."""
     if len(operations) > settings.ATLAS_OPERATION_BATCH_MAX:
         raise OperationBatchTooLarge(
             f"A batch holds at most {settings.ATLAS_OPERATION_BATCH_MAX} operations."
         )
-    return [_apply_one(user, op) for op in operations]
+    return [_apply_one(user, agent, op) for op in operations]
 
 
-def _apply_one(user: User, op: Operation) -> Outcome:
+def _apply_one(user: User, agent: Agent | None, op: Operation) -> Outcome:
     try:
-        known = _known(user, op)
+        known = _known(user, agent, op)
         if known is not None:
             return known
         if op.invalid is not None:
             raise op.invalid
         if op.touches_store:
-            return _apply_with_store(user, op)
-        return _apply_rows(user, op)
+            return _apply_with_store(user, agent, op)
+        return _apply_rows(user, agent, op)
     except AtlasError as exc:
         return _refused(op, exc)
     except (OperationalError, InterfaceError) as exc:  # the database went away: nothing kept
@@ -137,9 +146,10 @@ def _apply_one(user: User, op: Operation) -> Outcome:
         return Outcome(op.id, "rejected", 500, error=INTERNAL)
 
 
-def _known(user: User, op: Operation) -> Outcome | None:
-    """The answer for an id seen before (duplicate, 422, or still being applied), else None.
-    A record past its retention no longer counts: it is removed and the id is new again."""
+def _known(user: User, agent: Agent | None, op: Operation) -> Outcome | None:
+    """The answer for an id seen before (duplicate, 422, 409 another agent's, or still being
+    applied), else None. A record past its retention no longer counts: it is removed and the
+    id is new again."""
     record = AppliedOperation.objects.filter(user=user, operation_id=op.id).first()
     if record is None:
         return None
@@ -150,6 +160,12 @@ def _known(user: User, op: Operation) -> Outcome | None:
     if expired or stuck:
         AppliedOperation.objects.filter(pk=record.pk, created_at=record.created_at).delete()
         return None
+    if record.agent_id != (agent.pk if agent is not None else None):
+        raise OperationIdOfAnotherAgent(
+            f"Operation id {op.id!r} was used by another agent of this user: give each "
+            "operation a new id.",
+            operation_id=op.id,
+        )
     if record.request_hash != op.request_hash:
         raise OperationIdReused(
             f"Operation id {op.id!r} was used for another operation (kind {record.kind}).",
@@ -160,9 +176,10 @@ def _known(user: User, op: Operation) -> Outcome | None:
     return Outcome(op.id, "duplicate", record.status_code, result=record.result)
 
 
-def _claim(user: User, op: Operation) -> AppliedOperation:
+def _claim(user: User, agent: Agent | None, op: Operation) -> AppliedOperation:
     return AppliedOperation.objects.create(
         user=user,
+        agent=agent,
         operation_id=op.id,
         kind=op.kind,
         request_hash=op.request_hash,
@@ -171,16 +188,16 @@ def _claim(user: User, op: Operation) -> AppliedOperation:
     )
 
 
-def _apply_rows(user: User, op: Operation) -> Outcome:
+def _apply_rows(user: User, agent: Agent | None, op: Operation) -> Outcome:
     """Claim and work in one transaction. The services keep their own changes in their own
     (nested) atomic blocks, so a refusal leaves what it records on purpose (a refused task
     transition) and nothing else; the claim is then dropped."""
     with transaction.atomic():
         try:
             with transaction.atomic():
-                record = _claim(user, op)
+                record = _claim(user, agent, op)
         except IntegrityError:  # the same id, applied concurrently: answer as a replay
-            return _known(user, op) or Outcome(op.id, "retry", 503)
+            return _known(user, agent, op) or Outcome(op.id, "retry", 503)
         try:
             result = op.run()
         except AtlasError as exc:
@@ -192,11 +209,11 @@ def _apply_rows(user: User, op: Operation) -> Outcome:
     return Outcome(op.id, "applied", op.status_code, result=result)
 
 
-def _apply_with_store(user: User, op: Operation) -> Outcome:
+def _apply_with_store(user: User, agent: Agent | None, op: Operation) -> Outcome:
     try:
-        record = _claim(user, op)
+        record = _claim(user, agent, op)
     except IntegrityError:
-        return _known(user, op) or Outcome(op.id, "retry", 503)
+        return _known(user, agent, op) or Outcome(op.id, "retry", 503)
     try:
         with replayable(f"op:{user.tenant_id}:{user.pk}:{op.id}:{op.request_hash}"):
             result = op.run()

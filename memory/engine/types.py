@@ -168,6 +168,9 @@ class RecallFilter:
     include_superseded: bool = False
     since: datetime | None = None  # on ``timestamp``, inclusive
     until: datetime | None = None  # on ``timestamp``, inclusive
+    # Only these documents (None: any): what a caller may read of another user's documents,
+    # so that nothing else is ranked with them (a score never tells what else matched).
+    ids: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

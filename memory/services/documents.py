@@ -100,13 +100,17 @@ def searchable_search(
     candidates: int = 200,
     read: bool = True,
     now: datetime | None = None,
+    among: Sequence[str] | None = None,
 ) -> list[SearchableHit]:
     """The user's searchable documents for ``query``: lexical and dense legs of up to
     ``candidates`` each (tenant decay on the document's ``timestamp``), fused by reciprocal
     rank, best first; with ``read`` each with its stored document (a caller that keeps its own
     rows by document id passes ``read=False`` and skips that read). ``user`` is the
     documents' owner: the caller decides who may read them (a team-visible project's owner,
-    for a teammate)."""
+    for a teammate) and passes them as ``among``: only those are ranked, so neither a score
+    nor a cut-off says anything about the owner's other documents."""
+    if among is not None and not among:
+        return []
     size = max(1, min(int(candidates), MAX_CANDIDATES))
     scope = user_read_scope(user)
     with store_errors():
@@ -116,7 +120,11 @@ def searchable_search(
             LegQuery(
                 text=query,
                 vector=vector,
-                filter=RecallFilter(memory_types=(ENTITY,), include_catalog=False),
+                filter=RecallFilter(
+                    memory_types=(ENTITY,),
+                    include_catalog=False,
+                    ids=None if among is None else tuple(among),
+                ),
                 ranking=tenant_ranking(user.tenant),
                 now=now or clock_now(),
                 size=size,

@@ -14,7 +14,7 @@ from agents.api.operations import KINDS, Kind
 from agents.models import AppliedOperation, Message, Session, Task, TaskTransition
 from agents.services.operations import operations_purge
 from memory.selectors import memory_counts
-from tests.agents.conftest import error_code
+from tests.agents.conftest import bound_token, error_code
 
 pytestmark = pytest.mark.django_db
 
@@ -295,3 +295,24 @@ def test_a_single_write_with_an_operation_id_answers_conflicts_and_bad_ids(api, 
     assert bad_id.status_code == 400 and bad_body.status_code == 400
     assert error_code(bad_id) == error_code(bad_body) == "invalid"
     assert set(AppliedOperation.objects.values_list("operation_id", flat=True)) == {"m1"}
+
+
+def test_another_agent_reusing_an_operation_id_is_refused_and_learns_nothing(
+    api, alice_bound, alice_codex
+):
+    """The ledger answers an id to the agent that applied it only: another agent of the same
+    user sending the same id (same payload, or another) gets a 409, never the first result."""
+    create = op("op-1", "task.create", title="Rotate the signing key")
+    first = batch(api, alice_bound, create)[0]
+    codex = bound_token(alice_codex)
+
+    same = batch(api, codex, create)[0]
+    other = batch(api, codex, op("op-1", "task.create", title="Something else"))[0]
+
+    assert first["status"] == "applied"
+    for refused in (same, other):
+        assert refused["status"] == "conflict" and refused["status_code"] == 409
+        assert refused["error"]["code"] == "operation_id_of_another_agent"
+        assert refused["result"] is None and "Rotate" not in str(refused)
+    assert Task.objects.count() == 1
+    assert batch(api, alice_bound, create)[0]["status"] == "duplicate"  # its own agent still

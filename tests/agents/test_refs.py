@@ -11,6 +11,7 @@ from django.core.cache import cache
 
 from agents.models import Task
 from atlas_platform.exceptions import Unavailable
+from tests.agents.conftest import bound_token
 from tests.agents.test_operations import batch, op, statuses
 
 pytestmark = pytest.mark.django_db
@@ -121,3 +122,12 @@ def test_operations_batches_have_their_own_rate_limit(api, alice_bound, settings
 
     assert throttled.status_code == 429 and throttled["Retry-After"]
     assert heartbeat.status_code == 200  # interactive writes keep their own budget
+
+
+def test_a_reference_to_another_agents_operation_is_unknown(api, alice_bound, alice_codex):
+    batch(api, alice_bound, op("c-1", "task.create", title="Private to claude-code"))
+
+    [result] = batch(api, bound_token(alice_codex), start("c-1", "t-1"))
+
+    assert result["status"] == "rejected" and result["error"]["code"] == "unknown_reference"
+    assert Task.objects.get().state == "created"

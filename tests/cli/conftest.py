@@ -172,6 +172,16 @@ def cli(atlas_bin: Path, tmp_path: Path, server: Server) -> Cli:
     return make_cli(atlas_bin, tmp_path, server, "laptop-a")
 
 
+@pytest.fixture
+def two_machines(atlas_bin: Path, tmp_path: Path, server: Server) -> tuple[Cli, Cli, Path, Path]:
+    """Laptop A and desktop B, one repository checked out at two paths, two remote spellings."""
+    a = make_cli(atlas_bin, tmp_path, server, "laptop-a")
+    b = make_cli(atlas_bin, tmp_path, server, "desktop-b")
+    repo_a = git_repo(tmp_path / "a-checkout" / "shop", "git@github.com:Acme/Shop.git")
+    repo_b = git_repo(tmp_path / "elsewhere" / "shop-clone", "https://github.com/Acme/Shop")
+    return a, b, repo_a, repo_b
+
+
 def git_repo(where: Path, remote: str) -> Path:
     """A checkout with a remote (a .git/config is all the client reads)."""
     (where / ".git").mkdir(parents=True)
@@ -192,6 +202,7 @@ class Proxy:
         self.delay = 10.0
         self.forwarded = 0
         self.dropped = 0
+        self.seen: list[bytes] = []  # every request forwarded, as it went over the wire
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -237,6 +248,7 @@ class Proxy:
                 return
             if mode == "slow":
                 time.sleep(self.delay)
+            self.seen.append(request)
             with socket.create_connection(self.upstream) as up:
                 up.sendall(request)
                 answer = b""

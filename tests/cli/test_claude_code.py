@@ -198,3 +198,37 @@ def test_a_note_renamed_with_git_mv_through_claude_code_keeps_its_entity_and_lin
     }
     by_old_key = a.json("graph", "related", "plan:docs-plan", cwd=repo)
     assert by_old_key["root"]["key"] == "plan:docs-orders-plan"
+
+
+def claude_memory(cli, repo):
+    """Claude Code's auto-memory folder of ``repo`` on that machine (its CLAUDE_CONFIG_DIR)."""
+    return cli.home / "claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(repo)) / "memory"
+
+
+def test_a_memory_file_conflict_on_machine_b_is_named_first_in_bs_next_session(
+    claude, model, atlas_bin, tmp_path, server
+):
+    a = make_cli(atlas_bin, tmp_path, server, "laptop-a")
+    b = make_cli(atlas_bin, tmp_path, server, "desktop-b")
+    b.env_extra["ATLAS_HOOK_BUDGET_S"] = "10"  # a loaded CI box: the live brief, not offline
+    repo_a = git_repo(tmp_path / "laptop" / "shop", "git@github.com:acme/shop.git")
+    repo_b = git_repo(tmp_path / "desktop" / "shop", "https://github.com/acme/shop.git")
+    install_hooks(b, repo_b)
+    fa, fb = claude_memory(a, repo_a), claude_memory(b, repo_b)
+    fa.mkdir(parents=True)
+    (fa / "testing.md").write_text("Run make test.\n")
+    a.run("sync-memories", cwd=repo_a)
+    b.run("sync-memories", "--pull", cwd=repo_b)
+    (fa / "testing.md").write_text("Run make test, then make lint.\n")
+    a.run("sync-memories", cwd=repo_a)
+    (fb / "testing.md").write_text("Run make test -j4.\n")  # B's edit of the old version
+
+    before = len(model.requests)
+    run_claude(claude, b, repo_b, model, "What should I know?")
+
+    seen = " ".join(claude_code.text_of(r) for r in model.requests[before:])
+    assert "Memory-file conflicts: 1 open" in seen
+    assert "`testing.md` was changed here and on laptop-a" in seen
+    assert seen.index("Memory-file conflicts") < seen.index("Atlas handoff")
+    assert (fb / "testing.conflict-laptop-a.md").read_text() == "Run make test, then make lint.\n"
+    assert (fb / "testing.md").read_text() == "Run make test -j4.\n"

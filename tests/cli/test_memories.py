@@ -23,15 +23,6 @@ NOTE = (
 )
 
 
-@pytest.fixture
-def two_machines(atlas_bin, tmp_path, server):
-    a = make_cli(atlas_bin, tmp_path, server, "laptop-a")
-    b = make_cli(atlas_bin, tmp_path, server, "desktop-b")
-    repo_a = git_repo(tmp_path / "a-checkout" / "shop", "git@github.com:Acme/Shop.git")
-    repo_b = git_repo(tmp_path / "elsewhere" / "shop-clone", "https://github.com/Acme/Shop")
-    return a, b, repo_a, repo_b
-
-
 def memdir(cli, repo):
     return cli.home / "mem" / repo.name
 

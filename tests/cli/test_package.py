@@ -4,6 +4,7 @@ project key as the server for every spelling of a remote."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 
@@ -72,3 +73,25 @@ def client_key(atlas_bin, remote, path) -> str:
         check=True,
     )
     return done.stdout.strip()
+
+
+def test_the_client_refuses_exactly_the_memory_file_paths_the_server_refuses(atlas_bin):
+    from agents.services.memory_files import path_problem
+    from tests.agents.test_memory_files import UNSAFE_PATHS
+
+    probes = [*UNSAFE_PATHS, "notes/testing.md", "caf\u00e9.md", "\ufb01le.md", "a.b.md"]
+    code = (
+        "import json, sys; from atlas_cli.paths import path_problem; "
+        "print(json.dumps([path_problem(p) is None for p in json.load(sys.stdin)]))"
+    )
+    done = subprocess.run(
+        [str(atlas_bin / "python"), "-I", "-c", code],
+        input=json.dumps(probes),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    client = json.loads(done.stdout)
+    assert client == [path_problem(p) is None for p in probes]
+    assert client.count(True) == 4  # the ordinary names only

@@ -110,3 +110,28 @@ def test_a_reconcile_of_one_user_never_touches_another_users_notes(people, three
     assert set(alive) == {people.bob.pk, people.charlie.pk}
     assert graph_search(user=people.bob, query="zanzibar approval")[0].entity.key == "b"
     assert graph_search(user=people.charlie, query="zanzibar approval")[0].entity.key == "b"
+
+
+PROBES = ("papaya", "quokka", "walrus", "zephyr")  # Bob's private notes hold the first two
+
+
+def test_a_teammates_private_notes_never_move_the_rank_of_a_note_the_caller_may_read(people):
+    """The probe: Alice searches Bob's team-visible note with a chosen word beside words it
+    holds. Ranked against Bob's private notes, the note's score drops exactly when a private
+    note holds the word (it was found 4 of 4 times); ranked against what Alice may read only,
+    the score is the same whatever the word."""
+    shared = project_of(people.bob, "git@github.com:acme/team.git", team_visible=True)
+    private = project_of(people.bob, "git@github.com:bob/diary.git")
+    writer(people.bob, shared)("docs/budget.md", fm(id="budget", body="Budget review notes.\n"))
+    note = writer(people.bob, private)
+    for n, word in enumerate(PROBES[:2]):
+        note(f"docs/p{n}.md", fm(id=f"p{n}", body=f"Budget {word} {word} plans, private.\n"))
+
+    scores = {}
+    for word in PROBES:
+        hits = graph_search(user=people.alice, query=f"budget {word}", include_team=True)
+        assert [h.entity.key for h in hits] == ["budget"]  # never a private note
+        scores[word] = hits[0].score
+
+    told = {w for w in PROBES if scores[w] < max(scores.values())}
+    assert told == set(), scores

@@ -51,3 +51,21 @@ def test_searchable_documents_are_per_user_decay_and_stay_out_of_recall(people):
         "b" * 32,
     ]
     assert searchable_count(user=people.alice) == 0 and searchable_count(user=people.bob) == 1
+
+
+def test_a_search_among_chosen_documents_ranks_those_only(people):
+    now = timezone.now()
+    for n, text in enumerate(
+        ["Budget review notes.", "Budget papaya papaya plans.", "Budget papaya forecast."]
+    ):
+        searchable_put(user=people.alice, doc_id=str(n) * 32, text=text, timestamp=now)
+
+    everything = searchable_search(user=people.alice, query="budget papaya", read=False)
+    chosen = searchable_search(
+        user=people.alice, query="budget papaya", read=False, among=["0" * 32]
+    )
+
+    assert everything[-1].id == "0" * 32 and everything[-1].rank == 3
+    assert [(h.id, h.rank) for h in chosen] == [("0" * 32, 1)]  # alone: first, whatever else
+    assert chosen[0].score > everything[-1].score
+    assert searchable_search(user=people.alice, query="budget", among=[]) == []

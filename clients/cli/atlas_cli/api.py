@@ -1,6 +1,7 @@
 """HTTP to the Atlas server with urllib: JSON in and out, a bearer token, a timeout on every
 call. ``Offline`` when the server cannot be reached or did not answer in time (``sent`` says
-whether the request may have reached it); ``HttpError`` for an answer that is not a 2xx."""
+whether the request may have reached it); ``HttpError`` for an answer that is not a 2xx.
+Every body and query leaves without its ``<private>`` spans (``atlas_cli.private``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from atlas_cli import __version__
 from atlas_cli.config import Profile
+from atlas_cli.private import redact
 
 
 class Offline(Exception):
@@ -54,7 +56,7 @@ class Client:
     ) -> Any:
         url = f"{self.profile.url}/api/v1/{path}"
         if query:
-            pairs = {k: _q(v) for k, v in query.items() if v is not None}
+            pairs = {k: _q(redact(v)) for k, v in query.items() if v is not None}
             url += "?" + urllib.parse.urlencode(pairs)
         return self.fetch(method, url, body, timeout=timeout, headers=headers)
 
@@ -72,7 +74,7 @@ class Client:
         headers: dict[str, str] | None = None,
     ) -> Any:
         """One request to ``url`` (JSON in and out), its errors as ``Offline`` / ``HttpError``."""
-        data = None if body is None else json.dumps(body).encode("utf-8")
+        data = None if body is None else json.dumps(redact(body)).encode("utf-8")
         if not url.startswith(("http://", "https://")):
             raise Offline(f"{self.profile.url!r} is not an http(s) URL")
         request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - checked

@@ -32,6 +32,8 @@ from atlas_cli.core import (
     Failure,
     background_sync,
 )
+from atlas_cli.ignore import is_note, note_rules
+from atlas_cli.private import strip_private
 from atlas_cli.spool import Report, SpoolError
 
 HOOK_BUDGET_S = float(os.environ.get("ATLAS_HOOK_BUDGET_S", "3"))
@@ -139,6 +141,10 @@ def login_token(args: argparse.Namespace) -> str | None:
 
 def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
     counts = ctx.spool.counts()
+    conflicts = memsync.open_conflicts(
+        ctx.spool, project_key=ctx.project.key, folder=_memory_dir(ctx)
+    )
+    refused = ctx.spool.refused_recently(exclude_prefix="memory_file.")
     reachable = True
     try:
         ctx.client.call("GET", ctx.client.user_path("agents"), timeout=3)
@@ -153,13 +159,28 @@ def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
         "project": {"root": str(ctx.project.root), "key": ctx.project.key},
         "online": reachable,
         "spool": counts,
+        "conflicts": {
+            "open": len(conflicts),
+            "memory_files": [c.as_dict() for c in conflicts],
+            "refused_operations": refused,
+        },
     }
     human = (
         f"{ctx.profile.name}: {ctx.profile.url} as {ctx.profile.user}/{ctx.profile.agent} "
         f"({'online' if reachable else 'OFFLINE'})\n"
         f"project {ctx.project.name} {ctx.project.key[:12]}\n"
-        f"spool: {counts['pending']} pending, {counts['quarantined']} quarantined, "
-        f"{counts['conflict']} conflicts"
+        f"spool: {counts['pending']} pending, {counts['quarantined']} quarantined\n"
+        f"conflicts: {len(conflicts)} open"
+        + (
+            f" ({', '.join(c.path for c in conflicts)}: see `atlas sync-memories`)"
+            if conflicts
+            else ""
+        )
+        + (
+            f"; {refused} operations refused by the server lately (`atlas spool ls`)"
+            if refused
+            else ""
+        )
     )
     emit(args, data, human)
     return OK
@@ -494,7 +515,11 @@ def cmd_sync_memories(args: argparse.Namespace, ctx: Context) -> int:
         f"pulled {len(report.pulled)}, "
         f"removed {len(report.removed)}, conflicts {len(report.conflicts)}"
         + "".join(f"\nconflict: {c}" for c in report.conflicts)
+        + "".join(f"\nskipped: {c}" for c in report.skipped)
     )
+    if report.conflicts:
+        conflicts = memsync.open_conflicts(ctx.spool, project_key=ctx.project.key, folder=folder)
+        human += "\n" + "\n".join(conflict_lines(conflicts, folder))
     if report.pull_skipped:
         human += f"\npull skipped: {report.pull_skipped}"
         print(f"atlas: pull skipped, {report.pull_skipped}", file=sys.stderr)
@@ -510,12 +535,17 @@ def _memory_dir(ctx: Context) -> Path:
 
 
 def entity_args(ctx: Context, path: Path, moved_from: str | None = None) -> dict[str, Any] | None:
+    """The upsert of a note, or None for a file that is not one (outside the project, not a
+    note by default or matched by ``.atlasignore``: see ``atlas_cli.ignore``). Its private
+    spans are removed."""
     path = path.resolve()
     try:
         rel = path.relative_to(ctx.project.root).as_posix()
     except ValueError:
         return None
-    content = path.read_text(encoding="utf-8")
+    if not is_note(rel, note_rules(ctx.project.root)):
+        return None
+    content = strip_private(path.read_text(encoding="utf-8"))
     args: dict[str, Any] = {
         "project_key": ctx.project.key,
         "path": rel,
@@ -570,10 +600,12 @@ def cmd_entity(args: argparse.Namespace, ctx: Context) -> int:
     spooled = [a for a in (entity_args(ctx, p) for p in paths) if a is not None]
     ids = [ctx.spool.add("entity.upsert", a) for a in spooled]
     report = ctx.deliver(ctx.timeout)
+    left = len(paths) - len(ids)
     emit(
         args,
-        {"spooled": len(ids), "delivery": report.as_dict()},
-        f"{len(ids)} entities spooled; sent {report.sent}, pending {report.pending}",
+        {"spooled": len(ids), "not_notes": left, "delivery": report.as_dict()},
+        f"{len(ids)} entities spooled; sent {report.sent}, pending {report.pending}"
+        + (f"; {left} files not sent (not notes, or matched by .atlasignore)" if left else ""),
     )
     return OK
 
@@ -620,15 +652,16 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def reconcile_manifest(root: Path, roots: list[str]) -> list[dict[str, str]]:
-    """Every markdown file under the roots (hidden folders skipped): path, hash, and its
-    front matter id when it has one (reconcile finds a moved note by it)."""
+    """Every note under the roots (hidden folders and what `.atlasignore` matches skipped):
+    path, hash, and its front matter id when it has one (reconcile finds a moved note by it)."""
     prefixes = [r.strip("/") + "/" if r.strip("/") else "" for r in roots]
+    rules = note_rules(root)  # an ignored file is not even named to the server
     files = []
     for p in sorted(root.rglob("*.md")):
         rel = p.relative_to(root).as_posix()
         if any(part.startswith(".") for part in p.relative_to(root).parts):
             continue
-        if not any(rel.startswith(prefix) for prefix in prefixes):
+        if not any(rel.startswith(prefix) for prefix in prefixes) or not is_note(rel, rules):
             continue
         data = p.read_bytes()
         item = {"path": rel, "hash": memsync.digest(data)}
@@ -806,8 +839,9 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
     if session:
         start_session(ctx, session)
     online = True
+    folder = _memory_dir(ctx)
     try:
-        memory_sync(ctx, folder=_memory_dir(ctx), do_pull=True, budget=_left(started) * 0.5)
+        memory_sync(ctx, folder=folder, do_pull=True, budget=_left(started) * 0.5)
     except Failure as exc:
         online = exc.code != OFFLINE
         print(f"atlas: sync-memories: {exc}", file=sys.stderr)
@@ -831,11 +865,64 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
             brief = (
                 "(Atlas is offline and has no cached brief for this project; writes are spooled.)"
             )
+    brief = with_conflicts(ctx, brief, project_key=key, folder=folder)
     print(
         json.dumps(
             {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": brief}}
         )
     )
+
+
+# What to do about each kind of open memory-file conflict (memsync.Conflict.kind).
+CONFLICT_HELP = {
+    "edited": (
+        "`{path}` was changed here and on {machine}; their version is `{other}`. Merge it "
+        "into `{path}` (keep what both say), then delete `{other}`; Atlas sends the merged "
+        "file at the next sync."
+    ),
+    "deleted_there": (
+        "`{path}` was deleted on {machine} but changed here (`{other}` says so). To keep it, "
+        "delete `{other}`; to accept the deletion, delete `{path}` and `{other}`."
+    ),
+    "deleted_here": (
+        "`{path}` was deleted here but changed on {machine}; their version is `{other}`. To "
+        "keep it, rename `{other}` to `{path}`; to confirm the deletion, delete `{other}`."
+    ),
+    "pending": (
+        "`{path}` was changed here and on {machine}; `atlas sync-memories --pull` fetches "
+        "their version beside it."
+    ),
+}
+
+
+def with_conflicts(ctx: Context, brief: str, *, project_key: str, folder: Path) -> str:
+    """``brief`` after the open memory-file conflicts' lines (live or cached, whatever
+    follows), said once on stderr too."""
+    conflicts = memsync.open_conflicts(ctx.spool, project_key=project_key, folder=folder)
+    if not conflicts:
+        return brief
+    names = ", ".join(c.path for c in conflicts)
+    print(
+        f"atlas: {len(conflicts)} memory-file conflict(s) open ({names}) in {folder}: "
+        "the session's brief says how to resolve them",
+        file=sys.stderr,
+    )
+    return "\n".join(conflict_lines(conflicts, folder)) + "\n\n" + brief
+
+
+def conflict_lines(conflicts: list[memsync.Conflict], folder: Path) -> list[str]:
+    """The brief's first lines: every open memory-file conflict and what to do about it
+    (the model can do it: the files are plain markdown in ``folder``). Empty when none."""
+    if not conflicts:
+        return []
+    return [
+        f"## Memory-file conflicts: {len(conflicts)} open (resolve them first)",
+        f"In {folder}; until resolved, these files are not synced (the others are):",
+        *(
+            "- " + CONFLICT_HELP[c.kind].format(path=c.path, other=c.other, machine=c.machine)
+            for c in conflicts
+        ),
+    ]
 
 
 def compose_brief(ctx: Context, *, timeout: float) -> str:
@@ -938,9 +1025,9 @@ def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> N
         )
         queued = bool(report.pushed)
     elif path.is_file():
-        ctx.register_project()
-        args = entity_args(ctx, path)
+        args = entity_args(ctx, path)  # None: not a note (README.md, .atlasignore, ...)
         if args is not None:
+            ctx.register_project()
             ctx.spool.add("entity.upsert", args)
             queued = True
     _touched(ctx, event, [str(path)] if queued else [])
@@ -1033,8 +1120,8 @@ def checkpoint_text(event: dict[str, Any]) -> str:
 
 def hook_user_prompt_submit(ctx: Context, event: dict[str, Any], started: float) -> None:
     prompt = event.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return
+    if not isinstance(prompt, str) or not strip_private(prompt).strip():
+        return  # nothing to recall for (a prompt all private is not sent at all)
     client = Client(ctx.profile, timeout=_left(started, 2.0))
     try:
         found = client.call("POST", client.user_path("recall"), {"query": prompt[:2000], "k": 3})

@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS memfiles (
     base_hash TEXT,
     sent_hash TEXT,
     conflict_hash TEXT,
+    conflict_file TEXT,
+    conflict_machine TEXT,
     PRIMARY KEY (project_key, path)
 );
 CREATE TABLE IF NOT EXISTS entities (
@@ -79,6 +81,16 @@ CREATE TABLE IF NOT EXISTS entities (
 );
 """
 HEADER = b"SQLite format 3\x00"
+# Columns added since a spool's table was first made: (table, column, type).
+ADDED_COLUMNS = (("memfiles", "conflict_file", "TEXT"), ("memfiles", "conflict_machine", "TEXT"))
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """Add the columns an older spool's tables lack (nothing is rewritten)."""
+    for table, column, kind in ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 class SpoolError(Exception):
@@ -153,6 +165,7 @@ class Spool:
                 db.close()
                 raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no answer'}")
             db.executescript(SCHEMA)
+            upgrade(db)
             return db
         except sqlite3.DatabaseError as exc:
             if "full" in str(exc).lower() or "locked" in str(exc).lower():
@@ -255,6 +268,15 @@ class Spool:
     def counts(self) -> dict[str, int]:
         found = dict(self.db.execute("SELECT state, COUNT(*) FROM ops GROUP BY state").fetchall())
         return {s: int(found.get(s, 0)) for s in ("pending", "done", "conflict", "quarantined")}
+
+    def refused_recently(self, *, exclude_prefix: str = "") -> int:
+        """Operations the server answered ``conflict`` to, still kept (``DONE_KEPT_S``), but
+        for kinds starting with ``exclude_prefix`` (memory files: their own open conflicts)."""
+        (count,) = self.db.execute(
+            "SELECT COUNT(*) FROM ops WHERE state = 'conflict' AND substr(kind, 1, ?) != ?",
+            (len(exclude_prefix), exclude_prefix),
+        ).fetchone()
+        return int(count)
 
     def retry(self, op_id: str | None) -> int:
         with self.tx() as db:

@@ -108,6 +108,8 @@ def leg_filters(scope: ReadScope, types: tuple[MemoryType, ...], flt: RecallFilt
     }
     if window:
         filters.append({"range": {"timestamp": window}})
+    if flt.ids is not None:
+        filters.append({"ids": {"values": list(flt.ids)}})
     return filters
 
 

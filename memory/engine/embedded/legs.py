@@ -8,6 +8,7 @@ import sqlite3
 import time
 
 import numpy as np
+import numpy.typing as npt
 
 from memory.engine.base import signal_multiplier
 from memory.engine.embedded import snapshots
@@ -25,10 +26,11 @@ def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
     if query.dense and query.vector is not None:
         vector = unit_vector(query.vector, store.dims)
     with store.transaction() as conn:
+        only = _seqs_of(conn, query.filter.ids)
         masked = []
         for owner, kinds in owners:
             snapshot = store.snapshot(conn, owner, scope.tenant_id)
-            masked.append((snapshot, snapshots.recall_mask(snapshot, kinds, query.filter)))
+            masked.append((snapshot, snapshots.recall_mask(snapshot, kinds, query.filter, only)))
         lexical: list[Candidate] = []
         if query.lexical:
             lexical = _lexical(conn, [owner for owner, _ in owners], masked, query)
@@ -43,6 +45,17 @@ def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
         dense=_hits(dense, docs, query),
         took_ms=(time.perf_counter() - started) * 1000.0,
     )
+
+
+def _seqs_of(conn: sqlite3.Connection, ids: tuple[str, ...] | None) -> npt.NDArray[np.int64] | None:
+    """The rows of the filter's ``ids`` (None: no such filter)."""
+    if ids is None:
+        return None
+    rows = conn.execute(
+        "SELECT seq FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    ).fetchall()
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
 
 def _lexical(

@@ -133,8 +133,17 @@ def sortable(moment: datetime) -> str:
     return aware.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
-def recall_mask(snapshot: Snapshot, kinds: tuple[MemoryType, ...], wanted: RecallFilter) -> Mask:
+def recall_mask(
+    snapshot: Snapshot,
+    kinds: tuple[MemoryType, ...],
+    wanted: RecallFilter,
+    only_seqs: npt.NDArray[np.int64] | None = None,
+) -> Mask:
+    """The rows a leg may rank: the kinds and the filter's window; ``only_seqs``: the rows of
+    the filter's ``ids`` (none other is ranked)."""
     mask = np.isin(snapshot.kinds, kinds)
+    if only_seqs is not None:
+        mask &= np.isin(snapshot.seqs, only_seqs)
     if not wanted.include_superseded:
         mask &= ~snapshot.superseded
     if wanted.since is not None:
