@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import contextlib
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime

@@ -172,7 +172,8 @@ class Store:
     ) -> Snapshot:
         rows = conn.execute(
             "SELECT seq, memory_type, superseded_by IS NOT NULL, timestamp, decay_at, use_count,"
-            " coalesce(project, ''), unit FROM memories WHERE owner = ? AND tenant_id = ? AND rev > ? ORDER BY seq",
+            " coalesce(project, ''), unit FROM memories"
+            " WHERE owner = ? AND tenant_id = ? AND rev > ? ORDER BY seq",
             (owner, tenant_id, since),
         ).fetchall()
         return Snapshot.from_rows(rows, rev=rev, purged=purged, dims=self.dims)
