@@ -116,10 +116,14 @@ async def graph_handoff(
     ctx: Context,
     project: Project,
     hours: Annotated[float, Field(gt=0, le=2160, description="Recent window.")] = 24,
-    token_budget: Annotated[int, Field(ge=100, le=32000, description="Brief size.")] = 2000,
+    token_budget: Annotated[
+        int | None,
+        Field(ge=100, le=32000, description="Brief size in estimated tokens (default 1500)."),
+    ] = None,
 ) -> CallToolResult:
-    """A brief to pick up the project: active blockers, open tasks, the last session on
-    another machine, recent note changes, relevant memories (markdown + JSON)."""
+    """A brief to pick up the project: active blockers, open tasks, the last session with
+    work in it, decisions and plans with their reasons, unread messages, the project's
+    memories, recent note changes (markdown + JSON). The session start already gave you one."""
     return await call_for_user(
         ctx,
         lambda user: handoff_build(
