@@ -112,19 +112,14 @@ def last_session(
     if session is None:
         return []
     machine = session.machine.key if session.machine else ""
-    where = (
-        "this machine"
-        if machine and machine == machine_key
-        else (session.machine.label or machine)
-        if session.machine
-        else "an unknown machine"
-    )
+    where = _machine_name(session, machine_key)
     files = [relative(f, project.name) for f in session.files_touched]
     files = list(dict.fromkeys(files))[-FILES_SHOWN:]
     state = session_state(session, moment)
     line = (
-        f"- {session.agent.slug} on {where}, {session.turns} turns, {session.writes} writes; "
-        f"{state}" + (f"; files: {', '.join(files)}" if files else "")
+        f"- {session.agent.slug} on {where}, session {session.external_id}: {session.turns} "
+        f"turns, {session.writes} writes; {state}"
+        + (f"; files: {', '.join(files)}" if files else "")
     )
     return [
         Item(
@@ -145,6 +140,15 @@ def last_session(
             },
         )
     ]
+
+
+def _machine_name(session: Session, machine_key: str | None) -> str:
+    if session.machine is None:
+        return "an unknown machine"
+    if session.machine.key == machine_key:
+        return "this machine"
+    label = session.machine.label
+    return session.machine.key + (f" ({label})" if label and label != session.machine.key else "")
 
 
 def session_state(session: Session, moment: datetime) -> str:

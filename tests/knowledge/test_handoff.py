@@ -133,7 +133,7 @@ def test_the_last_session_is_the_last_with_work_in_it_with_its_true_state(alice,
     assert session["state"].startswith("no end recorded, last active ")
     assert session["files"] == ["docs/a.md", "src/export.py"]  # relative to the project
     brief = brief_of(alice, project, laptop)
-    assert "/home/bob" not in brief.markdown and "on bob-desktop" in brief.markdown
+    assert "/home/bob" not in brief.markdown and "on desktop (bob-desktop)" in brief.markdown
     session_end(agent=register(alice, "codex"), session_id="s-desk", reason="user_exit")
     [ended] = brief_of(alice, project, laptop).sections["last_session"]
     assert ended["state"].startswith("ended ") and "(user_exit)" in ended["state"]
