@@ -3,7 +3,7 @@
 A brief is sections of items in priority order. An item is one markdown line (or a few) with
 the record it came from (``ref``: ``task:12``, ``entity:<key>``, ``memory:<id>``, ...). The
 budget is met by choosing whole items, never by cutting text: a first round gives each section
-its first few items (``FIRST``), a second fills what is left in priority order; an item that
+its first few items, a second a few more, a last fills what is left in priority order; an item that
 does not fit is left out whole and the brief says so. An item is shown once: a record that a
 higher section already holds, or a free text (a memory) that repeats a chosen item's words,
 is skipped.
@@ -76,9 +76,8 @@ def relative(path: str, project_name: str) -> str:
     if not clean.startswith("/") and not re.match(r"^[A-Za-z]:/", clean) and "~" not in clean[:1]:
         return clean.removeprefix("./")
     parts = [p for p in clean.split("/") if p]
-    if project_name in parts:
-        at = len(parts) - 1 - parts[::-1].index(project_name)
-        below = parts[at + 1 :]
+    if project_name in parts:  # the first: a repository often holds a package of its name
+        below = parts[parts.index(project_name) + 1 :]
         if below:
             return "/".join(below)
     return "/".join(parts[-2:])
@@ -93,6 +92,7 @@ class Item:
     line: str
     data: dict[str, Any]
     text: str = ""
+    also: tuple[str, ...] = ()  # other records the line names (not shown again elsewhere)
 
     def words(self) -> frozenset[str]:
         return frozenset(w for w in WORD.findall((self.text or self.line).lower()) if len(w) > 2)
@@ -121,15 +121,18 @@ def fit(
     sections: Sequence[tuple[str, str, list[Item]]],
     budget: int,
     first: dict[str, int],
+    second: dict[str, int] | None = None,
 ) -> Fitted:
     """Choose items of ``sections`` (name, title, candidates; priority order) so that the
-    markdown of ``head`` + the chosen sections stays within ``budget`` tokens."""
+    markdown of ``head`` + the chosen sections stays within ``budget`` tokens: each section's
+    ``first`` few, then (if given) its ``second`` few more, then the rest in priority order."""
     used = sum(tokens(line) + 1 for line in head)
     chosen: dict[str, list[Item]] = {name: [] for name, _, _ in sections}
     seen_refs: set[str] = set()
     seen_words: list[frozenset[str]] = []
     left = {name: _unique(items) for name, _, items in sections}
-    for quota in (first, None):
+    rounds = [first, second, None] if second is not None else [first, None]
+    for quota in rounds:
         for name, title, _ in sections:
             limit = len(left[name]) if quota is None else quota.get(name, 0)
             taken = 0
@@ -148,7 +151,7 @@ def fit(
                 taken += 1
                 chosen[name].append(item)
                 left[name].remove(item)
-                seen_refs.add(item.ref)
+                seen_refs.update((item.ref, *item.also))
                 seen_words.append(words)
     lines = list(head)
     for name, title, items in sections:

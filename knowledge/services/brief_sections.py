@@ -40,14 +40,35 @@ SKIPPED_MEMORY_TAGS = frozenset({"memory-file"})
 FILES_SHOWN = 8
 
 
+def conflicts(project: Project) -> list[Item]:
+    """Notes edited on two machines from the same version: the graph kept one, the other
+    edit waits as a conflict revision until someone merges both into the file."""
+    rows = Entity.objects.filter(project=project, conflicted=True, deleted_at__isnull=True)
+    items = []
+    for e in rows.order_by("path"):
+        other = e.revisions.filter(kind=Revision.Kind.CONFLICT).order_by("-number").first()
+        where = other.machine if other and other.machine else "another machine"
+        line = (
+            f"- {e.path} was edited on two machines: version {e.version} is kept, "
+            f"the edit from {where} waits as revision {other.number if other else '?'}; merge "
+            "both into the file and save it."
+        )
+        items.append(Item(ref=f"conflict:{e.key}", line=line, data={"key": e.key, "path": e.path}))
+    return items
+
+
 def blockers(project: Project, moment: datetime) -> list[Item]:
     found = blocked_entities(project, moment, 0)
-    bodies = _bodies(project, [b.entity.key for b in found])
+    keys = [b.entity.key for b in found] + [x.key for b in found for x in b.blockers]
+    rows = Entity.objects.filter(project=project, key__in=keys, deleted_at__isnull=True)
+    bodies = {e.key: e.body for e in rows}
+    paths = {e.key: e.path for e in rows}
     items = []
     for b in found:
-        by = ", ".join(x.key for x in b.blockers)
+        by = ", ".join(paths.get(x.key, x.key) for x in b.blockers)
         reason = reason_of(bodies.get(b.entity.key, ""), 160)
-        line = f"- {b.entity.key} ({b.entity.status or 'open'}) blocked by {by}: {b.entity.title}"
+        name = paths.get(b.entity.key, b.entity.key)
+        line = f"- {name} ({b.entity.status or 'open'}) blocked by {by}: {b.entity.title}"
         items.append(
             Item(
                 ref=f"entity:{b.entity.key}",
@@ -61,6 +82,7 @@ def blockers(project: Project, moment: datetime) -> list[Item]:
                     "reason": reason,
                 },
                 text=f"{b.entity.title}. {reason}",
+                also=tuple(f"entity:{x.key}" for x in b.blockers),
             )
         )
     return items
@@ -161,8 +183,9 @@ def session_state(session: Session, moment: datetime) -> str:
 
 
 def decisions(project: Project) -> list[Item]:
-    """Live decisions and plans (and the like) that are not closed, newest first, each with
-    its reason: the first lines of its body."""
+    """Live decisions and plans (and the like) that are not closed, newest first (those that
+    give a reason before those that are a title only), each with its reason: the first lines
+    of its body."""
     rows = (
         Entity.objects.filter(project=project, deleted_at__isnull=True, type__in=DECISION_TYPES)
         .exclude(status__in=CLOSED_STATUSES)
@@ -172,7 +195,7 @@ def decisions(project: Project) -> list[Item]:
     for e in rows:
         reason = reason_of(e.body)
         status = f", {e.status}" if e.status else ""
-        line = f"- {e.key} ({e.type}{status}, {e.path}): {e.title}"
+        line = f"- {e.path} ({e.type}{status}): {e.title}"
         items.append(
             Item(
                 ref=f"entity:{e.key}",
@@ -188,7 +211,7 @@ def decisions(project: Project) -> list[Item]:
                 text=f"{e.title}. {reason}",
             )
         )
-    return items
+    return sorted(items, key=lambda item: not item.data["reason"])  # stable: newest first
 
 
 def unread_messages(agent: Agent | None) -> list[Item]:
@@ -226,7 +249,7 @@ def recent_changes(project: Project, since: datetime) -> list[Item]:
         if r.entity.key in seen:
             continue  # the latest revision of each entity
         seen.add(r.entity.key)
-        what = f"{r.kind} {r.entity.key} ({r.status or '-'}, {relative(r.path, project.name)})"
+        what = f"{r.kind} {relative(r.path, project.name)} ({r.status or '-'})"
         items.append(
             Item(
                 ref=f"entity:{r.entity.key}",
@@ -288,11 +311,6 @@ def _recent_titles(project: Project) -> list[str]:
         .values_list("title", flat=True)[:5]
     )
     return list(dict.fromkeys(rows))
-
-
-def _bodies(project: Project, keys: list[str]) -> dict[str, str]:
-    rows = Entity.objects.filter(project=project, key__in=keys, deleted_at__isnull=True)
-    return dict(rows.values_list("key", "body"))
 
 
 def _when(moment: datetime) -> str:

@@ -2,10 +2,11 @@
 here and only here (the CLI's SessionStart hook puts its local-only lines, such as open
 memory-file conflicts, before it), deterministically from the records, within a token budget.
 
-Sections, most important first: active blockers, open tasks, the last session with work in
-it, decisions and plans with their reasons, unread messages (of the token's agent), memories
-written from the project, recent note changes. ``knowledge.services.brief`` fits them to the
-budget (whole items only, each record and each text once) and ``brief_sections`` builds them.
+Sections, most important first: notes in conflict (edited on two machines), active blockers,
+open tasks, the last session with work in it, decisions and plans with their reasons, unread
+messages (of the token's agent), memories written from the project, recent note changes.
+``knowledge.services.brief`` fits them to the budget (whole items only, each record and each
+memory text once) and ``brief_sections`` builds them.
 The same records give the same brief (the generation time is in the JSON only). Narration by
 the configured chat model is optional, off by default; its token use is kept per user
 (``HandoffNarration``).
@@ -35,6 +36,7 @@ from tenants.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 SECTIONS = (
+    "conflicts",
     "active_blockers",
     "open_tasks",
     "last_session",
@@ -44,6 +46,7 @@ SECTIONS = (
     "recent_changes",
 )
 TITLES = {
+    "conflicts": "## Conflicts to merge",
     "active_blockers": "## Active blockers",
     "open_tasks": "## Open tasks",
     "last_session": "## Last session with work",
@@ -55,11 +58,22 @@ TITLES = {
 # The first round of the fit: how many items each section gets before any section gets more
 # (chosen on the dev split of lab/evaluation/briefs; docs/brief.md).
 FIRST = {
+    "conflicts": 5,
     "active_blockers": 3,
-    "open_tasks": 4,
+    "open_tasks": 2,
     "last_session": 1,
-    "decisions": 3,
+    "decisions": 4,
     "unread_messages": 2,
+    "memories": 2,
+    "recent_changes": 0,
+}
+# The second round: a few more of each, before the rest in priority order.
+SECOND = {
+    "active_blockers": 3,
+    "open_tasks": 2,
+    "last_session": 0,
+    "decisions": 4,
+    "unread_messages": 3,
     "memories": 2,
     "recent_changes": 0,
 }
@@ -117,6 +131,7 @@ def handoff_build(
         sections=[(name, TITLES[name], raw[name]) for name in SECTIONS],
         budget=budget,
         first=FIRST,
+        second=SECOND,
     )
     brief.sections = {name: sections.as_data(fitted.chosen[name]) for name in SECTIONS}
     brief.omitted = fitted.omitted
@@ -145,6 +160,7 @@ def _candidates(
     hours: float,
 ) -> dict[str, list[Item]]:
     return {
+        "conflicts": sections.conflicts(project),
         "active_blockers": sections.blockers(project, moment),
         "open_tasks": sections.open_tasks(user, project),
         "last_session": sections.last_session(project, moment, machine_key, session_id),

@@ -32,6 +32,7 @@ def test_paths_are_relative_to_the_project():
     assert relative("/home/bob/src/app/docs/a.md", "app") == "docs/a.md"
     assert relative("C:\\work\\app\\src\\x.py", "app") == "src/x.py"
     assert relative("/srv/checkout/src/x.py", "app") == "src/x.py"
+    assert relative("/home/me/src/billing/billing/vat.py", "billing") == "billing/vat.py"
 
 
 def test_the_fit_takes_whole_items_by_priority_within_the_budget():

@@ -182,9 +182,9 @@ def test_ensure_ready_adds_the_project_field_and_fills_it_from_metadata(keys, te
         properties = client.indices.get_mapping(index=index).body[index]["mappings"]["properties"]
         assert properties["project"] == {"type": "keyword"}
         scope = ReadScope(tenant_id=tenant, user_id="u1", isolation="filter")
-        assert backend.get(scope, note.id).project == "p1"
-        got = backend.get(scope, plain.id)
-        assert got.project is None and got.metadata == {"n": 1}
+        mine, got = backend.get(scope, note.id), backend.get(scope, plain.id)
+        assert mine is not None and mine.project == "p1"
+        assert got is not None and got.project is None and got.metadata == {"n": 1}
 
         def lexical(**flt: Any) -> set[str]:
             query = LegQuery(

@@ -210,15 +210,21 @@ def test_a_version_2_store_gets_the_project_column_from_metadata(path):
         SCHEMA_VERSION,
     )
     conn.close()
-    assert migrated.get(SCOPE, agent_note.id).project == "p1"
-    assert migrated.get(SCOPE, plain.id).project is None
+
+    def project_of(doc_id: str) -> str | None:
+        got = migrated.get(SCOPE, doc_id)
+        assert got is not None
+        return got.project
+
+    assert project_of(agent_note.id) == "p1"
+    assert project_of(plain.id) is None
     assert {h.id for h in legs(migrated, "use", project="p1").lexical} == {agent_note.id}
     assert {h.id for h in legs(migrated, "use", project="p1", include_unscoped=True).lexical} == {
         agent_note.id,
         plain.id,
     }
     backend_at(path)  # a second ensure_ready changes nothing
-    assert migrated.get(SCOPE, other.id).project == "p2"
+    assert project_of(other.id) == "p2"
 
 
 def test_a_context_is_scored_on_its_own_statistics(path):
