@@ -409,6 +409,9 @@ ATLAS_OPERATION_BATCH_MAX = env.int("ATLAS_OPERATION_BATCH_MAX", default=100)
 # guard (a plan deleting more than MAX_COUNT entities, or more than MAX_FRACTION of those under
 # its roots when more than one, is refused unless forced); how long a plan may be applied.
 ATLAS_KNOWLEDGE_RESTORE_DAYS = env.int("ATLAS_KNOWLEDGE_RESTORE_DAYS", default=30)
+# The session brief's default size in estimated tokens (knowledge.services.brief; a request
+# or a CLI profile may ask for another; docs/brief.md has the figures per budget).
+ATLAS_BRIEF_TOKENS = env.int("ATLAS_BRIEF_TOKENS", default=1500)
 ATLAS_RECONCILE_MAX_COUNT = env.int("ATLAS_RECONCILE_MAX_COUNT", default=20)
 ATLAS_RECONCILE_MAX_FRACTION = env.float("ATLAS_RECONCILE_MAX_FRACTION", default=0.10)
 ATLAS_RECONCILE_PLAN_TTL_S = env.int("ATLAS_RECONCILE_PLAN_TTL_S", default=900)

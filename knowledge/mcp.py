@@ -20,10 +20,17 @@ from agents.mcp import call_for_user
 from knowledge import selectors as sel
 from knowledge.api import serializers as s
 from knowledge.services.handoff import handoff_build
+from memory.mcp.calls import identity_of
 from tenants.models import User
 
 Project = Annotated[
-    str, Field(pattern=r"^[0-9a-f]{64}$", description="The project's key (64 hex characters).")
+    str,
+    Field(
+        min_length=1,
+        max_length=500,
+        description='The project: "current" (where you work now), its name, its git remote, '
+        "or its key (64 hex, as the session brief states it).",
+    ),
 ]
 Key = Annotated[
     str,
@@ -38,11 +45,32 @@ def _shape(shape: Any, name: str) -> Callable[[Any], dict[str, Any]]:
     return lambda value: {name: shape(value).data}
 
 
+async def in_project(
+    ctx: Context,
+    project: str,
+    fn: Callable[[User, str], Any],
+    shape: Callable[[Any], dict[str, Any]],
+) -> CallToolResult:
+    """``fn(user, key)`` for the project as the model named it (``selectors.project_named``;
+    "current" from the token's agent)."""
+    slug = identity_of(ctx).token.agent_slug
+
+    def run(user: User) -> Any:
+        return fn(user, sel.project_named(user=user, name=project, agent_slug=slug).key)
+
+    return await call_for_user(ctx, run, shape)
+
+
 async def graph_search(
     ctx: Context,
     query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
     project: Annotated[
-        str | None, Field(pattern=r"^[0-9a-f]{64}$", description="Only this project.")
+        str | None,
+        Field(
+            min_length=1,
+            max_length=500,
+            description='Only this project: "current", its name, git remote or key.',
+        ),
     ] = None,
     types: Annotated[list[str] | None, Field(max_length=20, description="Entity types.")] = None,
     statuses: Annotated[list[str] | None, Field(max_length=20, description="Statuses.")] = None,
@@ -51,9 +79,12 @@ async def graph_search(
     """Search your project notes (plans, decisions, initiatives, task notes) by meaning and
     words. Use it before re-deriving a decision; not for conversation memories (recall_memory)."""
 
+    slug = identity_of(ctx).token.agent_slug
+
     def run(user: User) -> Any:
+        key = sel.project_named(user=user, name=project, agent_slug=slug).key if project else None
         return sel.graph_search(
-            user=user, query=query, project_key=project, types=types, statuses=statuses, k=k
+            user=user, query=query, project_key=key, types=types, statuses=statuses, k=k
         )
 
     return await call_for_user(
@@ -77,9 +108,10 @@ async def graph_related(
         ]
         return dict(s.RelatedOut({"root": found.root, "steps": found.steps, "edges": edges}).data)
 
-    return await call_for_user(
+    return await in_project(
         ctx,
-        lambda user: sel.graph_related(user=user, project_key=project, key=key, depth=depth),
+        project,
+        lambda user, pkey: sel.graph_related(user=user, project_key=pkey, key=key, depth=depth),
         shape,
     )
 
@@ -90,9 +122,10 @@ async def graph_blockers(
     stale_days: Annotated[float, Field(ge=0, le=3650, description="Idle at least.")] = 3,
 ) -> CallToolResult:
     """Blocked or waiting entities whose blocker has not moved for `stale_days` days."""
-    return await call_for_user(
+    return await in_project(
         ctx,
-        lambda user: sel.graph_blockers(user=user, project_key=project, stale_days=stale_days),
+        project,
+        lambda user, pkey: sel.graph_blockers(user=user, project_key=pkey, stale_days=stale_days),
         lambda rows: dict(s.BlockersOut({"results": rows}).data),
     )
 
@@ -105,9 +138,10 @@ async def graph_diff(
 ) -> CallToolResult:
     """What changed in the project's notes between two moments: created, deleted, status
     changes, newly blocked, unblocked, completed, edges, and notes whose meaning changed."""
-    return await call_for_user(
+    return await in_project(
         ctx,
-        lambda user: sel.graph_diff(user=user, project_key=project, since=since, until=until),
+        project,
+        lambda user, pkey: sel.graph_diff(user=user, project_key=pkey, since=since, until=until),
         lambda diff: dict(s.DiffOut(diff).data),
     )
 
@@ -116,14 +150,19 @@ async def graph_handoff(
     ctx: Context,
     project: Project,
     hours: Annotated[float, Field(gt=0, le=2160, description="Recent window.")] = 24,
-    token_budget: Annotated[int, Field(ge=100, le=32000, description="Brief size.")] = 2000,
+    token_budget: Annotated[
+        int | None,
+        Field(ge=100, le=32000, description="Brief size in estimated tokens (default 1500)."),
+    ] = None,
 ) -> CallToolResult:
-    """A brief to pick up the project: active blockers, open tasks, the last session on
-    another machine, recent note changes, relevant memories (markdown + JSON)."""
-    return await call_for_user(
+    """A brief to pick up the project: active blockers, open tasks, the last session with
+    work in it, decisions and plans with their reasons, unread messages, the project's
+    memories, recent note changes (markdown + JSON). The session start already gave you one."""
+    return await in_project(
         ctx,
-        lambda user: handoff_build(
-            user=user, project_key=project, hours=hours, token_budget=token_budget
+        project,
+        lambda user, pkey: handoff_build(
+            user=user, project_key=pkey, hours=hours, token_budget=token_budget
         ),
         lambda brief: dict(s.HandoffOut(brief).data),
     )
@@ -132,12 +171,12 @@ async def graph_handoff(
 async def entity_get(ctx: Context, project: Project, key: Key) -> CallToolResult:
     """One note of the project: front matter, body, and its current edges."""
 
-    def run(user: User) -> Any:
-        entity = sel.entity_get(user=user, project_key=project, key=key)
+    def run(user: User, pkey: str) -> Any:
+        entity = sel.entity_get(user=user, project_key=pkey, key=key)
         entity.edge_views = sel.entity_edges(entity=entity)  # type: ignore[attr-defined]
         return entity
 
-    return await call_for_user(ctx, run, lambda e: {"entity": s.EntityDetailOut(e).data})
+    return await in_project(ctx, project, run, lambda e: {"entity": s.EntityDetailOut(e).data})
 
 
 TOOLS: list[Callable[..., Awaitable[CallToolResult]]] = [

@@ -5,15 +5,17 @@ tenant; anything else is "not found"), and every entity read is bound to such a 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from agents.models import Project
+from agents.models import Project, Session
 from agents.selectors import project_get, project_list
 from agents.services.common import now
+from agents.services.projects import project_key
 from atlas_platform.exceptions import NotFound, ValidationError
 from knowledge.graph import (
     INVERSE,
@@ -37,6 +39,58 @@ MAX_SEARCH_OWNERS = 20
 
 def readable_project(*, user: User, key: str) -> Project:
     return project_get(user=user, key=key)
+
+
+HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
+CURRENT = "current"
+
+
+def project_named(*, user: User, name: str, agent_slug: str = "") -> Project:
+    """A readable project as an agent knows it: its key (64 hex), ``current`` (the project of
+    the agent's latest session with one: the token's agent, on the machine it last worked
+    from), its git remote in any spelling (``git@host:o/r.git``, ``https://host/o/r``), or
+    its name (one of the user's own; a name two projects share is a 400 naming their keys)."""
+    ref = (name or "").strip()
+    if HEX_KEY.match(ref):
+        return readable_project(user=user, key=ref)
+    if ref.lower() == CURRENT:
+        return _current_project(user, agent_slug)
+    if ":" in ref or ref.count("/") >= 2 or ref.endswith(".git"):
+        key, _ = project_key(remote=ref)
+        return readable_project(user=user, key=key)
+    named = list(project_list(user=user).filter(name__iexact=ref)[:10])
+    if len(named) == 1:
+        return named[0]
+    if named:
+        keys = ", ".join(f"{p.key} ({p.remote or 'no remote'})" for p in named)
+        raise ValidationError(
+            f"{len(named)} projects are named {ref!r}; name one by key: {keys}.",
+            code="ambiguous_project",
+        )
+    raise NotFound(
+        f"No project {ref!r} for this user (give its key, name, git remote or 'current').",
+        code="project_not_found",
+    )
+
+
+def _current_project(user: User, agent_slug: str) -> Project:
+    if not agent_slug:
+        raise ValidationError(
+            "'current' needs a token bound to an agent; name the project by key or name.",
+            code="no_current_project",
+        )
+    session = (
+        Session.objects.filter(agent__user=user, agent__slug=agent_slug, project__isnull=False)
+        .select_related("project")
+        .order_by("-last_activity_at", "-id")
+        .first()
+    )
+    if session is None or session.project is None:
+        raise NotFound(
+            f"Agent {agent_slug!r} has no session in a project yet; name the project.",
+            code="no_current_project",
+        )
+    return session.project
 
 
 def entity_get(*, user: User, project_key: str, key: str, deleted: bool = False) -> Entity:

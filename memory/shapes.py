@@ -43,6 +43,7 @@ def memory_json(doc: MemoryDoc, *, compact: bool = False) -> dict[str, Any]:
         "source": doc.source,
         "tags": [str(t) for t in doc.tags],
         "metadata": dict(doc.metadata),
+        "project": doc.project,
         "session_id": doc.session_id,
         "agent": doc.agent,
         "fact_type": doc.fact_type,

@@ -155,6 +155,7 @@ def memory_file_put(
             "front_matter": meta,
         },
         source="agent",
+        project=project.key,
     )
     with transaction.atomic():
         row = MemoryFile.objects.select_for_update().filter(project=project, path=path).first()

@@ -25,7 +25,8 @@ def agent_memory_write(
     supersedes: Sequence[str] = (),
 ) -> MemoryDoc:
     """Write a semantic fact as the agent (``metadata``: agent, project, session; tags carry
-    ``agent:<slug>``); a session's write counter goes up by one. ``supersedes``: the user's
+    ``agent:<slug>``; the memory's ``project`` field carries the project, so a recall can be
+    scoped to it); a session's write counter goes up by one. ``supersedes``: the user's
     current facts it replaces (they stay, flagged)."""
     user = agent.user
     project = own_project(user=user, key=project_key) if project_key else None
@@ -44,6 +45,7 @@ def agent_memory_write(
         metadata=metadata,
         supersedes=supersedes,
         source="agent",
+        project=project.key if project else None,
     )
     if session is not None:
         Session.objects.filter(pk=session.pk).update(writes=F("writes") + 1)

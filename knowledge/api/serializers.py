@@ -170,9 +170,14 @@ class HandoffIn(Input):
         min_value=0.01, max_value=2160, default=24, help_text="Recent changes window."
     )
     token_budget = serializers.IntegerField(
-        min_value=100, max_value=32_000, default=2000, help_text="Size of the brief."
+        min_value=100,
+        max_value=32_000,
+        required=False,
+        help_text="Size of the brief in estimated tokens (characters / 4); default "
+        "ATLAS_BRIEF_TOKENS (1500).",
     )
-    machine_key = _id("This machine (its own sessions are not 'elsewhere').", required=False)
+    machine_key = _id("This machine (its sessions are named 'this machine').", required=False)
+    session_id = _id("The session starting now (never shown as the last one).", required=False)
     narrate = serializers.BooleanField(
         default=False, help_text="Add a narration by the configured chat model (off)."
     )
@@ -365,7 +370,10 @@ class HandoffOut(serializers.Serializer[Any]):
     token_budget = serializers.IntegerField(help_text="Budget.")
     tokens_used = serializers.IntegerField(help_text="Estimated tokens of the markdown.")
     truncated = serializers.BooleanField(help_text="Something did not fit.")
-    sections = serializers.JSONField(help_text="The items that fit, per section.")
+    sections = serializers.JSONField(
+        help_text="The items that fit, per section (each with `ref`: the record it is about)."
+    )
+    omitted = serializers.JSONField(help_text="Per section, how many items did not fit.")
     markdown = serializers.CharField(help_text="The brief.")
     narration = serializers.CharField(allow_null=True, help_text="The model's narration.")
 

@@ -217,8 +217,9 @@ class HandoffView(UserView):
             project_key=q["project"],
             agent=self._agent(),
             machine_key=q.get("machine_key"),
+            session_id=q.get("session_id"),
             hours=q["hours"],
-            token_budget=q["token_budget"],
+            token_budget=q.get("token_budget"),
             narrate=q["narrate"],
         )
         if q["output"] == "markdown":

@@ -110,6 +110,9 @@ class MemoryOut(serializers.Serializer[MemoryDoc]):
     source = serializers.CharField(help_text="turn | agent | consolidation | operator.")  # type: ignore[assignment]
     tags = serializers.ListField(child=serializers.CharField())
     metadata = serializers.DictField()
+    project = serializers.CharField(
+        allow_null=True, help_text="The project (key) it was written from, or null."
+    )
     session_id = serializers.CharField(allow_null=True)
     agent = serializers.CharField(allow_null=True)
     fact_type = serializers.CharField(allow_null=True)
@@ -242,6 +245,17 @@ class RecallIn(serializers.Serializer[Any]):
         default="hybrid",
         help_text="hybrid (lexical + dense, the default), keyword (lexical only), semantic "
         "(dense only).",
+    )
+    project = serializers.RegexField(
+        r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$",
+        required=False,
+        allow_null=True,
+        help_text="Only memories written from this project (its key); the catalog is not affected.",
+    )
+    include_unscoped = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="With project: also memories written from no project.",
     )
 
 

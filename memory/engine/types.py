@@ -52,6 +52,9 @@ class MemoryDoc:
     source: str = "agent"  # turn | agent | consolidation | operator
     tags: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The project (an agents project key) the memory was written from, if any: recall can be
+    # scoped to it (``RecallFilter.project``). Opaque to memory.
+    project: str | None = None
     # episodic
     session_id: str | None = None
     agent: str | None = None
@@ -171,6 +174,10 @@ class RecallFilter:
     # Only these documents (None: any): what a caller may read of another user's documents,
     # so that nothing else is ranked with them (a score never tells what else matched).
     ids: tuple[str, ...] | None = None
+    # Personal memories of this project only (``MemoryDoc.project``), and with
+    # ``include_unscoped`` also those written from no project; the catalog is not affected.
+    project: str | None = None
+    include_unscoped: bool = False
 
 
 @dataclass(frozen=True)

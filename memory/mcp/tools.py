@@ -90,6 +90,14 @@ async def recall_memory(
     until: Annotated[
         datetime | None, Field(description="Only memories up to this time (ISO 8601).")
     ] = None,
+    project: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$",
+            description="Only memories written from this project: its key, as the session "
+            "brief states it. Memories written from no project come too; the catalog as asked.",
+        ),
+    ] = None,
 ) -> CallToolResult:
     """Search the user's long-term memory (past messages, facts, playbooks, and the tenant
     catalog) and return the most relevant memories, best first, with their ids. Call it before
@@ -106,6 +114,8 @@ async def recall_memory(
         include_superseded=include_superseded,
         since=_utc(since),
         until=_utc(until),
+        project=project,
+        include_unscoped=True,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -84,6 +85,21 @@ def clean_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
             if isinstance(child, (dict, list)):
                 stack.append((child, depth + 1))
     return value
+
+
+PROJECT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
+
+
+def clean_project(project: str | None) -> str | None:
+    """A project key as memory keeps it (opaque: the agents app names projects), or None."""
+    if project is None:
+        return None
+    if not isinstance(project, str) or not PROJECT_PATTERN.match(project):
+        raise ValidationError(
+            "project must be a project key (letters, digits, . _ : @ / -; up to 200).",
+            code="bad_project",
+        )
+    return project
 
 
 def clean_confidence(value: float) -> float:

@@ -27,7 +27,7 @@ from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
 from memory.query import TimeWindow, parse_time_window, without_time_phrase
 from memory.rerank import default_reranker, rerank
 from memory.services import bookkeeping
-from memory.services.common import backend, clean_text, embedder, store_errors
+from memory.services.common import backend, clean_project, clean_text, embedder, store_errors
 from memory.services.common import now as clock_now
 from memory.services.recall_stats import recall_stat_note
 from memory.services.scoping import tenant_ranking, user_read_scope
@@ -81,6 +81,8 @@ def memory_recall(
     track_usage: bool = True,
     now: datetime | None = None,
     plan: RecallPlan = DEFAULT_PLAN,
+    project: str | None = None,
+    include_unscoped: bool = False,
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
@@ -103,8 +105,14 @@ def memory_recall(
     (consolidation, the evaluation, an operator in the admin's memory inspector) pass
     ``track_usage=False``: the same recall, but it neither bumps the usage of what it returns
     nor counts in the tenant's recall statistics.
+
+    ``project`` scopes the personal memories to those written from that project (an agents
+    project key; ``MemoryDoc.project``), with ``include_unscoped`` also those written from no
+    project; the catalog is not affected. A project-scoped recall does not spread to session
+    neighbours (a neighbour turn need not be of the project).
     """
     query = clean_text(query, field="query")
+    project = clean_project(project)
     if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
         raise ValidationError(
             f"k must be between 1 and {settings.ATLAS_RECALL_MAX_K}.", code="bad_k"
@@ -142,6 +150,8 @@ def memory_recall(
                 include_superseded=include_superseded or credit,
                 since=since,
                 until=until,
+                project=project,
+                include_unscoped=include_unscoped,
             ),
             ranking=_ranking(user, plan),
             now=anchor,
@@ -196,7 +206,7 @@ def memory_recall(
     depth = (
         settings.ATLAS_RECALL_SESSION_DEPTH if plan.session_depth is None else plan.session_depth
     )
-    if spread > 0 and depth > 0 and "episodic" in types and fused:
+    if spread > 0 and depth > 0 and "episodic" in types and fused and project is None:
         mark = time.perf_counter()
         turns = {
             hit.id: SessionTurn(id=hit.id, session_id=hit.session_id, timestamp=hit.timestamp)

@@ -19,6 +19,7 @@ from memory.services.common import (
     backend,
     clean_confidence,
     clean_metadata,
+    clean_project,
     clean_text,
     embedder,
     now,
@@ -245,12 +246,14 @@ def memory_write(
     supporting_episode_ids: Sequence[str] = (),
     source: str = "agent",
     timestamp: datetime | None = None,
+    project: str | None = None,
 ) -> MemoryDoc:
     """Write a semantic fact or a procedural playbook; a fact may supersede the user's older
     facts (marked, not deleted). A harsh contradiction lowers the new fact's confidence.
 
     ``timestamp`` backdates what is remembered (an import of history; the evaluation corpus):
-    it is the fact's ``timestamp`` and first ``last_used_at``; ``created_at`` stays now."""
+    it is the fact's ``timestamp`` and first ``last_used_at``; ``created_at`` stays now.
+    ``project``: the project it was written from (recall can be scoped to it)."""
     if memory_type not in WRITABLE_TYPES:
         raise ValidationError(
             f"memory_type must be semantic or procedural, not {memory_type!r}.",
@@ -270,6 +273,7 @@ def memory_write(
         raise ValidationError("A contradiction needs the ids it supersedes.", code="bad_supersedes")
     if valid_from and valid_to and valid_from > valid_to:
         raise ValidationError("valid_from must not be after valid_to.", code="bad_validity")
+    project = clean_project(project)
     with store_errors():
         memory_id = next_memory_id()
         targets = _superseded_targets(user, supersedes, memory_id) if supersedes else []
@@ -280,6 +284,7 @@ def memory_write(
             "source": source,
             "tags": list(tags),
             "metadata": clean_metadata(metadata),
+            "project": project,
         }
         if memory_type == "semantic":
             fields.update(

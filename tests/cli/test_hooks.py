@@ -5,13 +5,14 @@ merge into settings.json."""
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import pytest
 
 from agents.models import MemoryFile, Session
 from memory.selectors import memory_get
-from tests.cli.conftest import free_port, git_repo
+from tests.cli.conftest import free_port, git_repo, make_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,7 +71,59 @@ def test_the_brief_is_cached_and_marked_offline_when_the_server_is_away(cli, ser
 
     brief = json.loads(offline.stdout)["hookSpecificOutput"]["additionalContext"]
     assert offline.returncode == 0 and took < 6
-    assert brief.startswith("(Atlas is offline") and "Write the runbook" in brief
+    assert "(Atlas is offline: the brief below was cached at " in brief
+    assert "Write the runbook" in brief
+    # What only this machine knows comes first: the session start it could not deliver.
+    assert brief.startswith("## On this machine\n- 1 write(s) from this machine are spooled")
+
+
+def test_the_session_start_brief_is_one_budgeted_brief_about_this_project(
+    cli, atlas_bin, server, tmp_path
+):
+    """Two machines, two checkouts of one repository (another path, another remote spelling)
+    and a second project: the brief on the laptop holds the desktop's decision with its reason
+    and its session's files relative to the project, this project's memories only, every line
+    once, the project key, within the budget asked for."""
+    desk = make_cli(atlas_bin, tmp_path, server, "desktop-b")
+    shop_a = git_repo(tmp_path / "a" / "shop", "git@github.com:acme/shop.git")
+    shop_b = git_repo(tmp_path / "b" / "work" / "shop", "https://github.com/acme/shop")
+    blog = git_repo(tmp_path / "a" / "blog", "git@github.com:acme/blog.git")
+    note = shop_b / "docs" / "decisions" / "payments.md"
+    note.parent.mkdir(parents=True)
+    note.write_text(
+        "---\ntype: decision\nstatus: accepted\n---\n# Stripe for payments\n\n"
+        "We chose Stripe because it settles in euros without a second account.\n"
+    )
+    hook(desk, "session-start", event("SessionStart", session="d-1"), shop_b, **LIVE_BUDGET)
+    written = event(
+        "PostToolUse", session="d-1", tool_name="Write", tool_input={"file_path": str(note)}
+    )
+    hook(desk, "post-tool-use", written, shop_b)
+    hook(desk, "stop", event("Stop", session="d-1"), shop_b)
+    assert desk.run("sync", cwd=shop_b).returncode == 0
+    cli.run("remember", "Shop invoices are numbered per calendar year", cwd=shop_a)
+    cli.run("remember", "Blog invoices are never numbered at all", cwd=blog)
+    cli.run("task", "start", "Build the refund flow", cwd=shop_a)
+
+    start, _ = hook(
+        cli,
+        "session-start",
+        event("SessionStart", session="l-1"),
+        shop_a,
+        ATLAS_BRIEF_TOKENS="600",
+        **LIVE_BUDGET,
+    )
+
+    brief = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "settles in euros without a second account" in brief  # the decision's reason
+    assert "docs/decisions/payments.md" in brief and str(tmp_path) not in brief
+    assert "Build the refund flow" in brief and "numbered per calendar year" in brief
+    assert "never numbered" not in brief  # the blog's memory
+    assert cli.json("status", cwd=shop_a)["project"]["key"] in brief
+    items = [line for line in brief.splitlines() if line.startswith("- ")]
+    assert len(items) == len(set(items))
+    assert math.ceil(len(brief) / 4) <= 600
+    assert brief.count("Build the refund flow") == 1  # not a second "open tasks" section
 
 
 def test_a_memory_file_written_while_the_server_refuses_is_delivered_once_by_the_next_sync(

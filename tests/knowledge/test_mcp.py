@@ -57,3 +57,32 @@ def test_the_graph_tools_answer_for_the_tokens_user_only(
     assert foreign.is_error and payload(foreign)["error"]["code"] == "project_not_found"
     (charlies,) = calls(atlas_server, issue(globex, charlie), ("graph_search", {"query": "quokka"}))
     assert {h["entity"]["key"] for h in payload(charlies)["results"]} == {"q"}
+
+
+def test_the_graph_tools_take_the_project_as_the_agent_knows_it(
+    atlas_server: str, acme: Tenant, alice: User
+) -> None:
+    from agents.services.sessions import session_start
+    from tests.agents.conftest import bound_token, register
+
+    app = project_of(alice)
+    writer(alice, app)("docs/a.md", fm(id="a", status="blocked", blocked_by="b", body="A.\n"))
+    project_of(alice, remote="git@github.com:acme/site.git", name="twin")
+    project_of(alice, remote="git@github.com:acme/site2.git", name="twin")
+    agent = register(alice)
+    session_start(agent=agent, session_id="s-1", project_key=app.key)
+    names = ["app", "APP", "git@github.com:acme/app.git", "https://github.com/acme/app", "current"]
+    results = calls(
+        atlas_server,
+        bound_token(agent),
+        *[("graph_blockers", {"project": name, "stale_days": 0}) for name in names],
+        ("graph_blockers", {"project": "twin"}),
+        ("graph_blockers", {"project": "nowhere"}),
+    )
+    *named, twin, nowhere = results
+    for name, result in zip(names, named, strict=True):
+        assert [r["entity"]["key"] for r in payload(result)["results"]] == ["a"], name
+    assert twin.is_error and payload(twin)["error"]["code"] == "ambiguous_project"
+    assert nowhere.is_error and payload(nowhere)["error"]["code"] == "project_not_found"
+    (unbound,) = calls(atlas_server, issue(acme, alice), ("graph_blockers", {"project": "current"}))
+    assert unbound.is_error and payload(unbound)["error"]["code"] == "no_current_project"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_cli import __version__, account, config, graphtext, hooks, memsync, moves
+from atlas_cli import __version__, account, brief, config, graphtext, hooks, memsync, moves
 from atlas_cli.api import Client, HttpError, Offline
 from atlas_cli.core import (
     AUTH,
@@ -108,6 +108,7 @@ def cmd_login(args: argparse.Namespace) -> int:
         agent=agent,
         token=token if args.token else None,
         token_env=args.token_env,
+        brief_tokens=args.brief_tokens,
     )
     if args.default:
         data = config.load()
@@ -274,7 +275,11 @@ def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
+    """Recall, scoped to this project (its memories and those written from no project)
+    unless ``--all-projects``."""
     body: dict[str, Any] = {"query": " ".join(args.query), "k": args.k}
+    if not args.all_projects:
+        body.update(project=ctx.project.key, include_unscoped=True)
     if args.keyword:
         body["mode"] = "keyword"
     elif args.semantic:
@@ -644,6 +649,7 @@ def cmd_graph(args: argparse.Namespace, ctx: Context) -> int:
             hours=args.hours,
             machine_key=config.machine_key(),
             narrate=args.narrate or None,
+            token_budget=brief.budget(ctx, args.budget),
         )  # JSON (the default output): the brief is its "markdown" field
         emit(args, found, graphtext.handoff_text(found))
     elif sub == "reconcile":
@@ -831,7 +837,7 @@ def start_session(ctx: Context, session: str) -> None:
 
 def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> None:
     session = _session(event)
-    key = ctx.register_project()
+    ctx.register_project()
     try:
         heartbeat(ctx, timeout=min(1.5, _left(started)), session=None)
     except (Offline, HttpError) as exc:
@@ -848,27 +854,18 @@ def hook_session_start(ctx: Context, event: dict[str, Any], started: float) -> N
     report = ctx.deliver(_left(started) * 0.6)
     if report.stopped and report.stopped.startswith("offline"):
         online = False
-    brief = None
+    text = None
     if online:
         try:
-            brief = compose_brief(ctx, timeout=_left(started))
-            ctx.spool.put(f"brief:{key}", json.dumps({"at": time.time(), "text": brief}))
+            text = brief.compose(ctx, timeout=_left(started), session=session)
         except Exception as exc:
             print(f"atlas: brief: {exc}", file=sys.stderr)
-    if brief is None:
-        cached = ctx.spool.get(f"brief:{key}")
-        if cached:
-            old = json.loads(cached)
-            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(old["at"]))
-            brief = f"(Atlas is offline: this brief was cached at {stamp}.)\n\n{old['text']}"
-        else:
-            brief = (
-                "(Atlas is offline and has no cached brief for this project; writes are spooled.)"
-            )
-    brief = with_conflicts(ctx, brief, project_key=key, folder=folder)
+    if text is None:
+        text = brief.offline(ctx)
+    text = with_conflicts(ctx, text, project_key=ctx.project.key, folder=folder)
     print(
         json.dumps(
-            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": brief}}
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         )
     )
 
@@ -895,19 +892,19 @@ CONFLICT_HELP = {
 }
 
 
-def with_conflicts(ctx: Context, brief: str, *, project_key: str, folder: Path) -> str:
-    """``brief`` after the open memory-file conflicts' lines (live or cached, whatever
+def with_conflicts(ctx: Context, text: str, *, project_key: str, folder: Path) -> str:
+    """``text`` (the brief) after the open memory-file conflicts' lines (live or cached, whatever
     follows), said once on stderr too."""
     conflicts = memsync.open_conflicts(ctx.spool, project_key=project_key, folder=folder)
     if not conflicts:
-        return brief
+        return text
     names = ", ".join(c.path for c in conflicts)
     print(
         f"atlas: {len(conflicts)} memory-file conflict(s) open ({names}) in {folder}: "
         "the session's brief says how to resolve them",
         file=sys.stderr,
     )
-    return "\n".join(conflict_lines(conflicts, folder)) + "\n\n" + brief
+    return "\n".join(conflict_lines(conflicts, folder)) + "\n\n" + text
 
 
 def conflict_lines(conflicts: list[memsync.Conflict], folder: Path) -> list[str]:
@@ -923,77 +920,6 @@ def conflict_lines(conflicts: list[memsync.Conflict], folder: Path) -> list[str]
             for c in conflicts
         ),
     ]
-
-
-def compose_brief(ctx: Context, *, timeout: float) -> str:
-    client = Client(ctx.profile, timeout=max(0.3, timeout / 5))
-    key = ctx.project.key
-    parts = [f"# Atlas handoff for {ctx.project.name}"]
-    tasks = client.call("GET", client.user_path("tasks"), query={"project": key, "limit": 20}).get(
-        "results", []
-    )
-    open_tasks = [
-        t for t in tasks if t["state"] in ("created", "in_progress", "blocked", "suspended")
-    ]
-    parts.append(
-        "## Open tasks\n"
-        + ("\n".join(f"- #{t['id']} [{t['state']}] {t['title']}" for t in open_tasks) or "- none")
-    )
-    inbox = client.call(
-        "GET", client.user_path("messages/inbox"), query={"unread": True, "limit": 10}
-    ).get("results", [])
-    parts.append(
-        "## Unread messages\n"
-        + (
-            "\n".join(
-                f"- #{m['id']} from {m['sender']}: {m['subject'] or m['body'][:120]}" for m in inbox
-            )
-            or "- none"
-        )
-    )
-    sessions = client.call("GET", client.user_path("sessions"), query={"limit": 20}).get(
-        "results", []
-    )
-    here = config.machine_key()
-    elsewhere = [
-        s
-        for s in sessions
-        if s.get("project_key") == key and s.get("machine_key") not in (here, None)
-    ]
-    if elsewhere:
-        last = elsewhere[0]
-        parts.append(
-            f"## Last session on another machine ({last['machine_key']})\n"
-            f"- {last['session_id']} ({last['agent']}), started {last['started_at']}, "
-            f"ended {last.get('ended_at') or 'not yet'}, "
-            f"{last['turns']} turns, "
-            f"files: {', '.join(last.get('files_touched', [])[:10]) or 'none'}"
-        )
-    try:
-        handoff = client.call(
-            "GET",
-            client.user_path("graph/handoff"),
-            query={
-                "project": key,
-                "hours": 24,
-                "machine_key": config.machine_key(),
-            },  # JSON: output=markdown would answer text/markdown, not an object
-        )
-        if handoff.get("markdown"):
-            parts.append("## Recent entity changes\n" + str(handoff["markdown"])[:4000])
-    except HttpError:
-        pass  # no knowledge graph on this server
-    recall = client.call(
-        "POST",
-        client.user_path("recall"),
-        {"query": f"{ctx.project.name} decisions conventions", "k": 5},
-    )
-    hits = recall.get("hits", [])
-    parts.append(
-        "## Relevant memories\n"
-        + ("\n".join(f"- {str(h.get('text', ''))[:300]}" for h in hits) or "- none")
-    )
-    return "\n\n".join(parts)
 
 
 def hook_post_tool_use(ctx: Context, event: dict[str, Any], started: float) -> None:
@@ -1045,6 +971,15 @@ def _touched(ctx: Context, event: dict[str, Any], files: list[str]) -> None:
             {"session_id": session, "turns": 0, "writes": 1, "files": [f[-500:] for f in files]},
         )
     background_sync(ctx.profile.name)
+
+
+def project_path(ctx: Context, path: Path) -> str:
+    """``path`` as the project knows it (relative to its root, on every machine alike); one
+    outside the project keeps its name only, never this machine's folders."""
+    try:
+        return path.resolve().relative_to(ctx.project.root.resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def hook_stop(ctx: Context, event: dict[str, Any], started: float) -> None:
@@ -1124,7 +1059,13 @@ def hook_user_prompt_submit(ctx: Context, event: dict[str, Any], started: float)
         return  # nothing to recall for (a prompt all private is not sent at all)
     client = Client(ctx.profile, timeout=_left(started, 2.0))
     try:
-        found = client.call("POST", client.user_path("recall"), {"query": prompt[:2000], "k": 3})
+        query = {
+            "query": prompt[:2000],
+            "k": 3,
+            "project": ctx.project.key,
+            "include_unscoped": True,
+        }
+        found = client.call("POST", client.user_path("recall"), query)
     except (Offline, HttpError) as exc:
         print(f"atlas: recall: {exc}", file=sys.stderr)
         return
@@ -1168,6 +1109,12 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s.add_argument(
         "--no-check", action="store_true", help="save without asking the server (offline setup)"
     )
+    s.add_argument(
+        "--brief-tokens",
+        type=int,
+        help="the SessionStart brief's size in estimated tokens for this profile (100-32000; "
+        "default: the server's 1500)",
+    )
     add("status", help="profile, server, project and spool")
     add("doctor", help="check server, token, agent, project, hooks and spool")
 
@@ -1184,6 +1131,11 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     mode = s.add_mutually_exclusive_group()
     mode.add_argument("--keyword", action="store_true", help="lexical only")
     mode.add_argument("--semantic", action="store_true", help="dense only")
+    s.add_argument(
+        "--all-projects",
+        action="store_true",
+        help="every project's memories (default: this project's and those of no project)",
+    )
     s = add("forget", help="forget a memory (or supersede it)")
     s.add_argument("memory_id")
     s.add_argument("--superseded-by", metavar="TEXT", help="write TEXT as the fact replacing it")
@@ -1267,6 +1219,12 @@ def parser(prog: str = "atlas") -> argparse.ArgumentParser:
     s.add_argument("until", help="ISO date or time (a date: its end, the day included)")
     s = g.add_parser("gen-handoff", parents=[common], help="the handoff brief")
     s.add_argument("--hours", type=int, default=24)
+    s.add_argument(
+        "--budget",
+        type=int,
+        help="its size in estimated tokens (100-32000; default: ATLAS_BRIEF_TOKENS, the "
+        "profile's brief_tokens, else the server's 1500)",
+    )
     s.add_argument(
         "--narrate", action="store_true", help="add the chat model's narrative (if configured)"
     )

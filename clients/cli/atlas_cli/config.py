@@ -96,6 +96,7 @@ class Profile:
     agent: str
     token: str | None
     token_source: str
+    brief_tokens: int | None = None  # the SessionStart brief's size (None: the server's)
 
     @property
     def spool_path(self) -> Path:
@@ -125,7 +126,12 @@ def profile(explicit: str | None = None) -> Profile:
         agent=str(data.get("agent", "claude-code")),
         token=token,
         token_source=source,
+        brief_tokens=_brief_tokens(data.get("brief_tokens")),
     )
+
+
+def _brief_tokens(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _token(name: str, data: dict[str, Any]) -> tuple[str | None, str]:
@@ -141,13 +147,23 @@ def _token(name: str, data: dict[str, Any]) -> tuple[str | None, str]:
 
 
 def login(
-    *, name: str, url: str, user: str, agent: str, token: str | None, token_env: str | None
+    *,
+    name: str,
+    url: str,
+    user: str,
+    agent: str,
+    token: str | None,
+    token_env: str | None,
+    brief_tokens: int | None = None,
 ) -> Path | None:
     data = load()
     profiles = data.setdefault("profiles", {})
     entry: dict[str, Any] = {"url": url.rstrip("/"), "user": user, "agent": agent}
     if token_env:
         entry["token_env"] = token_env
+    kept = (profiles.get(name) or {}).get("brief_tokens")
+    if brief_tokens or kept:
+        entry["brief_tokens"] = brief_tokens or kept
     profiles[name] = entry
     data.setdefault("default_profile", name)
     save(data)

@@ -1,4 +1,5 @@
-"""Deterministic generators of the ``conversations`` and ``agent_work`` corpora."""
+"""Deterministic generators of the ``conversations`` and ``agent_work`` corpora, and of the
+brief eval's project histories (``briefs``)."""
 
 from __future__ import annotations
 
@@ -19,4 +20,8 @@ def generated_files(directory: Path = CORPUS_DIR) -> list[tuple[Path, str]]:
     files.append(
         (directory / "agent_work" / f"{agent_work.PERSONA}.json", render(agent_work.generate()))
     )
+    if directory == CORPUS_DIR:  # the brief eval's histories (eval_brief) live beside it
+        from lab.evaluation.generators import briefs
+
+        files += [(briefs.BRIEFS_DIR / f"{h['name']}.json", render(h)) for h in briefs.generate()]
     return files

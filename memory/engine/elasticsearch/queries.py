@@ -110,7 +110,18 @@ def leg_filters(scope: ReadScope, types: tuple[MemoryType, ...], flt: RecallFilt
         filters.append({"range": {"timestamp": window}})
     if flt.ids is not None:
         filters.append({"ids": {"values": list(flt.ids)}})
+    if flt.project is not None:
+        filters.append(project_filter(flt.project, include_unscoped=flt.include_unscoped))
     return filters
+
+
+def project_filter(project: str, *, include_unscoped: bool) -> Json:
+    """Personal memories of ``project`` (and, with ``include_unscoped``, of no project); the
+    catalog passes."""
+    should: list[Json] = [{"term": {"project": project}}, {"term": {"memory_type": "catalog"}}]
+    if include_unscoped:
+        should.append({"bool": {"must_not": [{"exists": {"field": "project"}}]}})
+    return {"bool": {"should": should, "minimum_should_match": 1}}
 
 
 def _signals(query: Json, ranking: Ranking, now: datetime) -> Json:

@@ -51,7 +51,9 @@ def ensure_ready(conn: Connection, *, dims: int) -> None:
 # Fields added to the mapping after indices were made from it: ``ensure_ready`` puts them into
 # every existing memory index (a strict mapping refuses a document with a field it lacks).
 # ``context`` / ``context_ids``: a turn's lexical context (memory.services.turn_context).
-ADDED_FIELDS = ("context", "context_ids")
+# ``project``: the project a memory was written from (recall's project filter).
+ADDED_FIELDS = ("context", "context_ids", "project")
+BACKFILL_PAGE = 500
 
 
 def add_new_fields(conn: Connection, component: Json) -> None:
@@ -78,6 +80,56 @@ def add_new_fields(conn: Connection, component: Json) -> None:
             properties=added,
         )
         call("add new fields to the memory indices", put)
+    if lacking:
+        backfill_projects(conn, lacking)
+
+
+def backfill_projects(conn: Connection, indices: list[str]) -> None:
+    """Give the documents of indices that lacked ``project`` the one agents' writes kept in
+    ``metadata.project`` (not indexed) before the field existed: pages of a search, partial
+    updates in a bulk (no scripts on this cluster), each conditional on the version read, so
+    a document changed meanwhile is left as its writer left it. Once: the next
+    ``ensure_ready`` finds the field mapped."""
+    for start in range(0, len(indices), 50):
+        names = ",".join(indices[start : start + 50])
+        after: list[Any] | None = None
+        while True:
+            hits = _lacking_project(conn, names, after)
+            if not hits:
+                break
+            after = hits[-1]["sort"]
+            operations: list[Json] = []
+            for hit in hits:
+                project = (hit["_source"].get("metadata") or {}).get("project")
+                if isinstance(project, str) and project:
+                    ref = {
+                        "_index": hit["_index"],
+                        "_id": hit["_id"],
+                        "routing": hit.get("_routing"),
+                        "if_seq_no": hit["_seq_no"],
+                        "if_primary_term": hit["_primary_term"],
+                    }
+                    operations += [{"update": ref}, {"doc": {"project": project}}]
+            if operations:
+                bulk = functools.partial(conn.writer.bulk, operations=operations, refresh=True)
+                call("fill the project field from metadata", bulk)
+
+
+def _lacking_project(conn: Connection, names: str, after: list[Any] | None) -> list[Json]:
+    search = functools.partial(
+        conn.writer.search,
+        index=names,
+        query={"bool": {"must_not": [{"exists": {"field": "project"}}]}},
+        source_includes=["metadata.project"],
+        sort=[{"id": "asc"}],
+        search_after=after,
+        size=BACKFILL_PAGE,
+        seq_no_primary_term=True,
+        allow_no_indices=True,
+        expand_wildcards="all",
+    )
+    hits: list[Json] = call("read documents without a project", search)["hits"]["hits"]
+    return hits
 
 
 def foreign_indices(conn: Connection) -> dict[str, str]:

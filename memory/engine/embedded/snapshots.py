@@ -43,19 +43,21 @@ class Snapshot:
     timestamps: npt.NDArray[np.str_]  # sortable() text
     decay_at: Scores  # epoch seconds the time decay reads (NaN: exempt)
     use_count: Scores
+    projects: npt.NDArray[np.str_]  # MemoryDoc.project, "" for none
     units: Vector  # unit vectors, zeros where has_unit is False
     has_unit: Mask
 
     COLUMNS = (
-        "seqs", "kinds", "superseded", "timestamps", "decay_at", "use_count", "units", "has_unit"
+        "seqs", "kinds", "superseded", "timestamps", "decay_at", "use_count", "projects", "units",
+        "has_unit",
     )  # fmt: skip
 
     @classmethod
     def from_rows(cls, rows: list[Any], *, rev: int, purged: int, dims: int) -> Snapshot:
-        """From ``(seq, memory_type, superseded, timestamp, decay_at, use_count, unit)`` rows
-        in seq order, ``unit`` a float32 blob or None."""
-        empty: list[tuple[Any, ...]] = [()] * 7
-        seqs, kinds, superseded, stamps, decay_at, uses, units = (
+        """From ``(seq, memory_type, superseded, timestamp, decay_at, use_count, project,
+        unit)`` rows in seq order, ``project`` "" for none, ``unit`` a float32 blob or None."""
+        empty: list[tuple[Any, ...]] = [()] * 8
+        seqs, kinds, superseded, stamps, decay_at, uses, projects, units = (
             zip(*rows, strict=True) if rows else empty
         )
         has_unit = np.array([unit is not None for unit in units], dtype=np.bool_)
@@ -72,6 +74,7 @@ class Snapshot:
             timestamps=np.array(stamps, dtype=np.str_),
             decay_at=np.array(decay_at, dtype=np.float64),
             use_count=np.array(uses, dtype=np.float64),
+            projects=np.array(projects, dtype=np.str_),
             units=matrix,
             has_unit=has_unit,
         )
@@ -150,6 +153,11 @@ def recall_mask(
         mask &= snapshot.timestamps >= sortable(wanted.since)
     if wanted.until is not None:
         mask &= snapshot.timestamps <= sortable(wanted.until)
+    if wanted.project is not None:
+        scoped = snapshot.projects == wanted.project
+        if wanted.include_unscoped:
+            scoped |= snapshot.projects == ""
+        mask &= scoped | (snapshot.kinds == "catalog")
     return mask
 
 

@@ -15,6 +15,8 @@ The schema is versioned (``settings.schema``, ``SCHEMA_VERSION``); ``migrate`` b
 store's file up to date in the same transaction as ``ensure_ready``. Version 2 added a turn's
 ``session_id`` column (backfilled from the sources, indexed: the live write path reads a
 session's newest turn) and the context table (empty: no version 1 document has a context).
+Version 3 added ``project`` (``MemoryDoc.project``; backfilled from ``metadata.project``, where
+agents' writes kept it before), which the snapshots filter recall on.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from memory.engine.types import MemoryDoc
 
 BUSY_TIMEOUT_S = 5.0
 CACHE_BYTES = 256 * 2**20
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
         owner, context, content='', tokenize='porter unicode61'
     )"""
@@ -58,6 +60,7 @@ SCHEMA = (
         use_count INTEGER NOT NULL,
         rev INTEGER NOT NULL,                   -- owners.rev of the write that stored the row
         session_id TEXT,                        -- a turn's session (schema 2; added last there)
+        project TEXT,                           -- MemoryDoc.project (schema 3; added last there)
         unit BLOB,                              -- float32 unit vector, before the wide columns
         source TEXT NOT NULL,                   -- MemoryDoc.to_source() minus the embedding
         embedding BLOB                          -- float64, exactly as written
@@ -81,16 +84,18 @@ INDEXES = (
 )
 INSERT = """
     INSERT INTO memories (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
-        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id)
+        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id, project)
     VALUES (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
-        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id)
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id,
+        :project)
     RETURNING seq
 """
 UPDATE = """
     UPDATE memories SET (id, owner, tenant_id, user_id, memory_type, created_at, timestamp,
-        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id)
+        superseded_by, decay_at, use_count, rev, unit, source, embedding, session_id, project)
     = (:id, :owner, :tenant_id, :user_id, :memory_type, :created_at, :timestamp,
-        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id)
+        :superseded_by, :decay_at, :use_count, :rev, :unit, :source, :embedding, :session_id,
+        :project)
     WHERE seq = :seq
 """
 
@@ -167,7 +172,8 @@ class Store:
     ) -> Snapshot:
         rows = conn.execute(
             "SELECT seq, memory_type, superseded_by IS NOT NULL, timestamp, decay_at, use_count,"
-            " unit FROM memories WHERE owner = ? AND tenant_id = ? AND rev > ? ORDER BY seq",
+            " coalesce(project, ''), unit FROM memories"
+            " WHERE owner = ? AND tenant_id = ? AND rev > ? ORDER BY seq",
             (owner, tenant_id, since),
         ).fetchall()
         return Snapshot.from_rows(rows, rev=rev, purged=purged, dims=self.dims)
@@ -220,6 +226,8 @@ def migrate(conn: sqlite3.Connection) -> int:
             " WHERE memory_type = 'episodic'"
         )
         conn.execute(CONTEXT_TABLE)  # SCHEMA made it already; nothing to fill
+    if version < 3:
+        migrate_project(conn, columns)
     for statement in INDEXES:
         conn.execute(statement)
     conn.execute(
@@ -228,6 +236,19 @@ def migrate(conn: sqlite3.Connection) -> int:
         (SCHEMA_VERSION,),
     )
     return version
+
+
+def migrate_project(conn: sqlite3.Connection, columns: set[str]) -> None:
+    """Schema 3: the ``project`` column, filled (column and source) from the project that
+    agents' writes kept in ``metadata.project`` before memories had a field of their own."""
+    if "project" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN project TEXT")
+    conn.execute(
+        "UPDATE memories SET project = json_extract(source, '$.metadata.project'),"
+        " source = json_set(source, '$.project', json_extract(source, '$.metadata.project'))"
+        " WHERE json_type(source, '$.metadata.project') = 'text'"
+        " AND json_type(source, '$.project') IS NULL"
+    )
 
 
 def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
@@ -318,6 +339,7 @@ def encode(doc: MemoryDoc, dims: int) -> Encoded:
         "source": json.dumps(source, ensure_ascii=False),
         "embedding": np.asarray(doc.embedding, np.float64).tobytes() if has_vector else None,
         "session_id": doc.session_id if doc.memory_type == "episodic" else None,
+        "project": doc.project,
     }
     return Encoded(columns=columns, source=source)
 

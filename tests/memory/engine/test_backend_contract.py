@@ -190,6 +190,25 @@ def test_filters_types_catalog_superseded_and_time(env, tenant):
     assert ids(memory_types=(), include_catalog=True) == {catalog.id}
 
 
+def test_a_project_filter_keeps_that_projects_memories_and_the_catalog(env, tenant):
+    mine = make_doc(tenant, "u1", "semantic", "deploy with blue green", project="p-atlas")
+    other = make_doc(tenant, "u1", "semantic", "deploy on fridays", project="p-shop")
+    general = make_doc(tenant, "u1", "semantic", "deploy notes go in the wiki")
+    catalog = make_doc(tenant, None, "catalog", "deploy guide")
+    env.backend.write([mine, other, general, catalog])
+
+    def ids(**filters):
+        found = legs(env, tenant, "u1", "deploy", **filters)
+        assert set(lexical_ids(found)) == set(dense_ids(found))
+        return set(lexical_ids(found))
+
+    assert ids() == {mine.id, other.id, general.id, catalog.id}
+    assert ids(project="p-atlas") == {mine.id, catalog.id}
+    assert ids(project="p-atlas", include_unscoped=True) == {mine.id, general.id, catalog.id}
+    assert ids(project="p-shop", include_catalog=False) == {other.id}
+    assert ids(project="p-none", include_catalog=False) == set()
+
+
 def test_ranking_signals_are_applied_inside_each_leg(env, tenant):
     same = vec(2)
     fresh = make_doc(

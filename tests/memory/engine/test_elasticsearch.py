@@ -157,3 +157,46 @@ def test_ensure_ready_adds_the_turn_context_fields_to_an_existing_index(keys, te
         assert [h.id for h in backend.recall_legs(scope, query).lexical] == [turn.id]
     finally:
         client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def test_ensure_ready_adds_the_project_field_and_fills_it_from_metadata(keys, tenant):
+    """An index from before ``project`` gets the field (put-mapping) and its documents the
+    project that agents' writes kept in ``metadata.project``; nothing else changes."""
+    from memory.engine.elasticsearch.setup import load_template
+
+    config = dataclasses.replace(keys.config, index_prefix=keys.config.index_prefix + "-proj")
+    backend = ElasticsearchBackend(config=config, dims=DIMS)
+    index = backend.index_for(tenant, "u1")
+    old = load_template("memory-component.json", config.index_prefix, DIMS)["template"]
+    del old["mappings"]["properties"]["project"]
+    client = Cluster(config).client
+    client.indices.create(index=index, settings=old["settings"], mappings=old["mappings"])
+    try:
+        note = make_doc(tenant, "u1", "semantic", "use uv for envs", metadata={"project": "p1"})
+        plain = make_doc(tenant, "u1", "semantic", "use pip for envs", metadata={"n": 1})
+        backend.write([note, plain])
+
+        backend.ensure_ready()
+        backend.ensure_ready()  # idempotent
+
+        properties = client.indices.get_mapping(index=index).body[index]["mappings"]["properties"]
+        assert properties["project"] == {"type": "keyword"}
+        scope = ReadScope(tenant_id=tenant, user_id="u1", isolation="filter")
+        mine, got = backend.get(scope, note.id), backend.get(scope, plain.id)
+        assert mine is not None and mine.project == "p1"
+        assert got is not None and got.project is None and got.metadata == {"n": 1}
+
+        def lexical(**flt: Any) -> set[str]:
+            query = LegQuery(
+                text="envs",
+                vector=vec(0),
+                filter=RecallFilter(**flt),
+                ranking=Ranking(),
+                now=note.created_at,
+            )
+            return {h.id for h in backend.recall_legs(scope, query).lexical}
+
+        assert lexical(project="p1") == {note.id}
+        assert lexical(project="p1", include_unscoped=True) == {note.id, plain.id}
+    finally:
+        client.indices.delete(index=index, ignore_unavailable=True)

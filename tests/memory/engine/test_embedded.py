@@ -185,6 +185,48 @@ def test_a_version_1_store_is_migrated_in_place(path):
     backend_at(path)  # a second ensure_ready changes nothing
 
 
+def test_a_version_2_store_gets_the_project_column_from_metadata(path):
+    """Schema 3: ``project`` filled from ``metadata.project`` (what agents' writes kept before
+    memories had the field), in the column recall filters on and in the source reads return."""
+    import sqlite3
+
+    from memory.engine.embedded.store import SCHEMA_VERSION
+
+    agent_note = make_doc("acme", "alice", "semantic", "use uv", metadata={"project": "p1"})
+    other = make_doc("acme", "alice", "semantic", "use poetry", metadata={"project": "p2"})
+    plain = make_doc("acme", "alice", "semantic", "use pip", metadata={"origin": "chat"})
+    backend_at(path).write([agent_note, other, plain])
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(
+        "ALTER TABLE memories DROP COLUMN project;"
+        " UPDATE settings SET value = 2 WHERE name = 'schema';"
+    )
+    conn.close()
+
+    migrated = backend_at(path)
+
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM settings WHERE name = 'schema'").fetchone() == (
+        SCHEMA_VERSION,
+    )
+    conn.close()
+
+    def project_of(doc_id: str) -> str | None:
+        got = migrated.get(SCOPE, doc_id)
+        assert got is not None
+        return got.project
+
+    assert project_of(agent_note.id) == "p1"
+    assert project_of(plain.id) is None
+    assert {h.id for h in legs(migrated, "use", project="p1").lexical} == {agent_note.id}
+    assert {h.id for h in legs(migrated, "use", project="p1", include_unscoped=True).lexical} == {
+        agent_note.id,
+        plain.id,
+    }
+    backend_at(path)  # a second ensure_ready changes nothing
+    assert project_of(other.id) == "p2"
+
+
 def test_a_context_is_scored_on_its_own_statistics(path):
     """The context table's words never change how a turn's own words score (FTS5 normalises
     BM25 by the whole row's length: one table for both would)."""
