@@ -278,7 +278,7 @@ def _set_node_id(item: pytest.Item, nodeid: str) -> None:
     try:
         from _pytest.nodeid import NodeId
     except ImportError:  # pytest before 9.2: the id is the string itself
-        item._nodeid = nodeid
+        setattr(item, "_nodeid", nodeid)  # noqa: B010 - a private attribute of that pytest
     else:
         item._id = NodeId.parse(nodeid)
 
