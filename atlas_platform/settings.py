@@ -327,7 +327,7 @@ ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=40)
 # chosen across corpora by the rule in docs/recall-quality.md; 0.5 until issue 21), or
 # "confidence": each query, a lexical leg weighs its own
 # confidence, how far its top BM25 score stands above its 10th (memory.fusion.leg_confidence;
-# the default until the rank constant went to 5). Measurements: docs/recall-quality.md.
+# the default until the rank constant went to 5). Measurements: lab/docs/recall-notebook.md.
 def _lexical_weight(value: str) -> float | Literal["confidence"]:
     if value.strip().lower() == "confidence":
         return "confidence"  # the lexical leg's own confidence, per query

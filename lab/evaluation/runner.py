@@ -42,14 +42,14 @@ ABLATIONS = (
     Ablation("no_time_hints", RecallPlan(time_hints=False)),
     Ablation("equal_weights", RecallPlan(lexical_weight=1.0)),  # plain RRF, as in the source design
     # Each lexical leg weighed by its own confidence per query: the default before the RRF
-    # rank constant went to 5 (docs/recall-quality.md, session 4).
+    # rank constant went to 5 (lab/docs/recall-notebook.md, session 4).
     Ablation("confidence_weight", RecallPlan(lexical_weight="confidence")),
     Ablation("no_succession", RecallPlan(succession=False)),  # superseded hits not credited
-    # The defaults before the rule across corpora (docs/recall-quality.md, issue 21).
+    # The defaults before the rule across corpora (lab/docs/recall-notebook.md, issue 21).
     Ablation("lexical_weight_0_5", RecallPlan(lexical_weight=0.5)),
     Ablation("clock_anchor", RecallPlan(time_anchor="clock")),  # time words read off the clock
     # A turn's lexical context field (the previous turn's words) not searched, or weighed
-    # otherwise than ATLAS_TURN_CONTEXT_BOOST (docs/recall-quality.md, "A lexical context").
+    # otherwise than ATLAS_TURN_CONTEXT_BOOST (lab/docs/recall-notebook.md, "A lexical context").
     Ablation("no_turn_context", RecallPlan(context_boost=0.0)),
     Ablation("lexical_only_no_turn_context", RecallPlan(legs=("lexical",), context_boost=0.0)),
     Ablation("turn_context_0_1", RecallPlan(context_boost=0.1)),

@@ -91,7 +91,7 @@ def memory_recall(
     the fusion (``plan.time_hints``): memories from that window rank higher, none are dropped.
     ``now`` is the instant recall runs as (decay, time expressions; the evaluation pins it).
     With ``plan.lexical_weight="confidence"`` a flat BM25 ranking, common words matched all
-    over, counts for little (docs/recall-quality.md has the measurements).
+    over, counts for little (lab/docs/recall-notebook.md has the measurements).
 
     A superseded fact's match counts for the fact that replaced it (``plan.succession``,
     ``memory.fusion.credit_successors``): the legs search superseded facts too, and fusion

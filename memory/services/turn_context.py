@@ -8,7 +8,8 @@ stay the turn's own words.
 
 ``ATLAS_TURN_CONTEXT`` names the parts, comma-separated: ``previous`` (the turn before it in
 the same session), ``speaker`` (``metadata.speaker``), ``date`` (the session day, as words).
-Empty: the turn alone. Measurements: docs/recall-quality.md ("Turn context").
+Empty: the turn alone. Measurements: lab/docs/recall-notebook.md ("Methods for
+conversational recall").
 
 The lexical context (``ATLAS_TURN_LEXICAL_CONTEXT``, parts ``previous``, ``speaker``,
 ``next``; default ``previous``) is the turn's ``MemoryDoc.context``: indexed by both engines
@@ -20,8 +21,8 @@ words never stay searchable in a neighbour. The live write path (``memory_turn_r
 ``memory_reply_record``) reads the session's newest turn before the new one
 (``MemoryBackend.previous_turn``, one bounded read), and with ``next`` also rewrites that
 turn's context (one update per turn: off by default, measured as not worth it);
-``memory_import`` takes both neighbours from the batch. Measurements: docs/recall-quality.md
-("A lexical context field for turns").
+``memory_import`` takes both neighbours from the batch. Measurements:
+lab/docs/recall-notebook.md ("A lexical context field for turns").
 """
 
 from __future__ import annotations

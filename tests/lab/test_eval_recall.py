@@ -26,8 +26,9 @@ from lab.evaluation.overlap import content_terms, overlap, stem
 from lab.evaluation.runner import select_questions
 
 # R@10 gates per corpus on the CI subset (8 questions per persona; docs/recall-quality.md,
-# issue 21): measured 0.667 (24 conversation questions) and 1.000 (8 agent-work questions) on
-# both backends with the current defaults; a gate sits about three questions below.
+# "Running the eval"), set in issue 21: measured 0.667 (24 conversation questions) and 1.000
+# (8 agent-work questions) on both backends with the defaults of then; a gate sits about three
+# questions below.
 CORPUS_GATES = "conversations=0.55,agent_work=0.75"
 
 
