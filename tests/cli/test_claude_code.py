@@ -229,6 +229,6 @@ def test_a_memory_file_conflict_on_machine_b_is_named_first_in_bs_next_session(
     seen = " ".join(claude_code.text_of(r) for r in model.requests[before:])
     assert "Memory-file conflicts: 1 open" in seen
     assert "`testing.md` was changed here and on laptop-a" in seen
-    assert seen.index("Memory-file conflicts") < seen.index("Atlas handoff")
+    assert seen.index("Memory-file conflicts") < seen.index("Atlas brief")
     assert (fb / "testing.conflict-laptop-a.md").read_text() == "Run make test, then make lint.\n"
     assert (fb / "testing.md").read_text() == "Run make test -j4.\n"

@@ -240,12 +240,12 @@ def test_a_batch_the_server_fails_on_is_sent_op_by_op_and_only_the_bad_one_waits
     """A server bug that one operation triggers for its whole batch (a fault injected in the
     live server): the CLI sends each alone, the others apply, the bad one waits (backoff)."""
 
-    def buggy(*, user, operations):
+    def buggy(*, user, operations, agent=None):
         if any(op.kind == "task.create" for op in operations):
             raise RuntimeError("a bug this operation triggers")
-        return operations_apply(user=user, operations=operations)
+        return operations_apply(user=user, operations=operations, agent=agent)
 
-    monkeypatch.setattr("agents.api.views.operations_apply", buggy)
+    monkeypatch.setattr("agents.api.refs.operations_apply", buggy)
     closed = f"http://127.0.0.1:{free_port()}"
     cli.run("remember", "before the poison", ATLAS_URL=closed)
     cli.run("task", "start", "The poisoned task", ATLAS_URL=closed)

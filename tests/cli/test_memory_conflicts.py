@@ -50,8 +50,8 @@ def test_an_edit_on_both_machines_is_named_first_in_the_brief_and_on_stderr(two_
     )
 
     brief = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
-    head = brief.split("# Atlas handoff")[0]
-    assert brief.startswith("## Memory-file conflicts: 1 open")
+    head, found, _ = brief.partition("# Atlas brief")
+    assert found and brief.startswith("## Memory-file conflicts: 1 open")
     assert "`testing.md` was changed here and on laptop-a" in head
     assert "`testing.conflict-laptop-a.md`" in head and str(fb) in head
     said = [line for line in start.stderr.splitlines() if "conflict" in line]

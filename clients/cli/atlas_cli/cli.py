@@ -968,7 +968,12 @@ def _touched(ctx: Context, event: dict[str, Any], files: list[str]) -> None:
         start_session(ctx, session)
         ctx.spool.add(
             "session.touch",
-            {"session_id": session, "turns": 0, "writes": 1, "files": [f[-500:] for f in files]},
+            {
+                "session_id": session,
+                "turns": 0,
+                "writes": 1,
+                "files": [project_path(ctx, Path(f))[-500:] for f in files],
+            },
         )
     background_sync(ctx.profile.name)
 

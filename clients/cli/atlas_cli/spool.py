@@ -445,6 +445,20 @@ class Spool:
                 out[key] = value
         return out
 
+    def _alone(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        """``item`` to be sent by itself: a reference it left for the server to fill from its
+        batch is filled from the spool now. None when it cannot go alone: what it depends on is
+        still pending (it waits, as in ``_due``), or was refused (it is set apart, saying so)."""
+        resolved = self._resolve(item["args"], set())
+        if resolved is None:
+            return None
+        if isinstance(resolved, str):
+            self._finish(
+                item["id"], "quarantined", "rejected", {"code": "dependency", "message": resolved}
+            )
+            return None
+        return {**item, "args": resolved}
+
     def _send(
         self,
         client: Client,
@@ -489,7 +503,9 @@ class Spool:
                 for item in batch:
                     if report.stopped is not None:
                         break
-                    self._send(client, [item], report, remaining, on_result)
+                    alone = self._alone(item)
+                    if alone is not None:
+                        self._send(client, [alone], report, remaining, on_result)
                 return True
             if exc.status in (400, 413, 404, 422):
                 self._finish(
