@@ -18,7 +18,8 @@ WORD = re.compile(r"^[a-z][a-z-]*$")
 
 def documented_lines() -> list[str]:
     """Every line of a fenced block that runs ``atlas`` (continuation lines joined)."""
-    lines, inside, joined = [], False, ""
+    lines: list[str] = []
+    inside, joined = False, ""
     for raw in PAGE.read_text().splitlines():
         if raw.startswith("```"):
             inside = not inside
@@ -59,7 +60,7 @@ def commands_of(bin_dir: Path, line: str) -> list[tuple[str, ...]]:
     words = [w for w in re.split(r"[\s|\[\]]+", line.removeprefix("atlas ")) if WORD.match(w)]
     head = words[0]
     assert head in top, f"docs/cli.md names `atlas {head}`, which the CLI does not have"
-    paths = [(head,)]
+    paths: list[tuple[str, ...]] = [(head,)]
     subs = choices(help_text(bin_dir, head))
     for word in words[1:]:
         if word in top and word not in subs:
