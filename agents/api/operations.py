@@ -200,4 +200,13 @@ def parse_operation(agent: Agent, item: dict[str, Any], *, status_code: int = 20
         run=lambda: kind.run(agent, args),
         status_code=status_code,
         touches_store=kind.touches_store(args),
+        together=_together(item["op"], args),
     )
+
+
+def _together(kind: str, args: dict[str, Any]) -> str | None:
+    """A memory write that reads nothing from the store (no ``supersedes``) is written with
+    its neighbours in the batch: its text, embedded with theirs."""
+    if kind == "memory.write" and not args.get("supersedes"):
+        return str(args.get("text") or "")
+    return None

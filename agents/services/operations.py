@@ -37,6 +37,7 @@ from agents.models import Agent, AppliedOperation
 from agents.services.common import now
 from atlas_platform.exceptions import AtlasError, Unavailable
 from memory.services.intents import replayable
+from memory.services.writes import memory_writes_together
 from tenants.models import User
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class Operation:
     status_code: int = 200
     touches_store: bool = False
     invalid: AtlasError | None = None
+    together: str | None = None  # a plain memory write's text: written with its neighbours
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,63 @@ def operations_apply(
         raise OperationBatchTooLarge(
             f"A batch holds at most {settings.ATLAS_OPERATION_BATCH_MAX} operations."
         )
-    return [_apply_one(user, agent, op) for op in operations]
+    outcomes: list[Outcome] = []
+    for run in _runs(operations):
+        if len(run) > 1:
+            outcomes += _apply_together(user, agent, run)
+        else:
+            outcomes.append(_apply_one(user, agent, run[0]))
+    return outcomes
 
 
-def _apply_one(user: User, agent: Agent | None, op: Operation) -> Outcome:
+def _runs(operations: Sequence[Operation]) -> list[list[Operation]]:
+    """Consecutive plain memory writes (``together``) grouped; every other operation alone."""
+    runs: list[list[Operation]] = []
+    for op in operations:
+        if _joins(op) and runs and _joins(runs[-1][-1]):
+            runs[-1].append(op)
+        else:
+            runs.append([op])
+    return runs
+
+
+def _joins(op: Operation) -> bool:
+    return op.together is not None and op.invalid is None
+
+
+def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> list[Outcome]:
+    """A run of plain memory writes: their texts embedded in one call and one store refresh
+    for all (``memory_writes_together``), each still claimed, applied and answered on its
+    own. Their claims are marked done after the refresh, so ``applied`` still means
+    searchable; if the embedding or the refresh fails, the writes it held are answered
+    ``retry`` (a retry finds what they stored and audited, as after any store failure)."""
+    outcomes: list[Outcome] = []
+    settled: list[tuple[AppliedOperation, dict[str, Any]]] = []
+    try:
+        with memory_writes_together([op.together or "" for op in run]):
+            for op in run:
+                outcomes.append(_apply_one(user, agent, op, settled))
+    except Unavailable as exc:
+        for record, _ in settled:
+            record.delete()
+        held = {record.operation_id for record, _ in settled}
+        return [
+            _refused(op, exc) if n >= len(outcomes) or op.id in held else outcomes[n]
+            for n, op in enumerate(run)
+        ]
+    for record, result in settled:
+        _settle(record, result)
+    return outcomes
+
+
+def _apply_one(
+    user: User,
+    agent: Agent | None,
+    op: Operation,
+    settled: list[tuple[AppliedOperation, dict[str, Any]]] | None = None,
+) -> Outcome:
+    """``settled``: a store write's claim is left pending and added there (the caller marks
+    it done after the store's refresh)."""
     try:
         known = _known(user, agent, op)
         if known is not None:
@@ -134,7 +189,7 @@ def _apply_one(user: User, agent: Agent | None, op: Operation) -> Outcome:
         if op.invalid is not None:
             raise op.invalid
         if op.touches_store:
-            return _apply_with_store(user, agent, op)
+            return _apply_with_store(user, agent, op, settled)
         return _apply_rows(user, agent, op)
     except AtlasError as exc:
         return _refused(op, exc)
@@ -209,7 +264,12 @@ def _apply_rows(user: User, agent: Agent | None, op: Operation) -> Outcome:
     return Outcome(op.id, "applied", op.status_code, result=result)
 
 
-def _apply_with_store(user: User, agent: Agent | None, op: Operation) -> Outcome:
+def _apply_with_store(
+    user: User,
+    agent: Agent | None,
+    op: Operation,
+    settled: list[tuple[AppliedOperation, dict[str, Any]]] | None = None,
+) -> Outcome:
     try:
         record = _claim(user, agent, op)
     except IntegrityError:
@@ -223,10 +283,17 @@ def _apply_with_store(user: User, agent: Agent | None, op: Operation) -> Outcome
         if isinstance(exc, AtlasError):
             return _refused(op, exc)
         raise
+    if settled is not None:
+        settled.append((record, result))
+    else:
+        _settle(record, result)
+    return Outcome(op.id, "applied", op.status_code, result=result)
+
+
+def _settle(record: AppliedOperation, result: dict[str, Any]) -> None:
     record.state = AppliedOperation.State.DONE
     record.result = result
     record.save(update_fields=["state", "result"])
-    return Outcome(op.id, "applied", op.status_code, result=result)
 
 
 def operations_purge() -> int:

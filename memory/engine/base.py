@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from abc import ABC, abstractmethod
@@ -99,6 +100,13 @@ class MemoryBackend(ABC):
                 continue
             changed += 1
         return changed
+
+    def writes_together(self) -> contextlib.AbstractContextManager[None]:
+        """Writes inside this block may become searchable together, when it ends (one
+        refresh for all of them, where the store refreshes); a write that found its document
+        there already (a retry) is made searchable at once, and a get by id never waits. A
+        store whose writes are visible at once has nothing to hold back."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def sync(self) -> None:

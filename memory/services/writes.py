@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -107,6 +109,46 @@ def embedding_text(
     return ". ".join(p.strip().rstrip(".") for p in parts if p and p.strip()) + "."
 
 
+# Vectors embedded ahead for the writes of a ``memory_writes_together`` block, by the text
+# embedded (``embedding_text``'s), so each write finds its own instead of calling the model.
+_ahead: contextvars.ContextVar[dict[str, list[float]] | None] = contextvars.ContextVar(
+    "atlas_embedded_ahead", default=None
+)
+
+
+@contextlib.contextmanager
+def memory_writes_together(texts: Sequence[str]) -> Iterator[None]:
+    """Semantic writes of these ``texts`` done inside the block, as one: their texts embedded in
+    one call before, the store's refresh once after (``MemoryBackend.writes_together``).
+    Each write is still its own (its checks, its intent, its audit row); what they write is
+    searchable when the block ends, and a get by id or a write that meets its earlier
+    attempt's document sees it at once. So a caller reads with a search (a recall, a
+    supersession) only after the block. Store failures: a 503, as every write's."""
+    wanted: list[str] = []
+    for text in texts:
+        with contextlib.suppress(ValidationError):  # the write itself says what is wrong
+            wanted.append(clean_text(text))
+    with store_errors():
+        wanted = list(dict.fromkeys(wanted))
+        ahead: dict[str, list[float]] = {}
+        if wanted:
+            vectors = embedder().embed(wanted)
+            ahead = {t: [float(x) for x in v] for t, v in zip(wanted, vectors, strict=True)}
+        token = _ahead.set(ahead)
+        try:
+            with backend().writes_together():
+                yield
+        finally:
+            _ahead.reset(token)
+
+
+def _embedding(text: str) -> list[float]:
+    ahead = _ahead.get()
+    if ahead is not None and text in ahead:
+        return ahead[text]
+    return embedder().embed_one(text)
+
+
 def _personal_doc(
     user: User, memory_type: str, text: str, *, memory_id: str | None = None, **fields: Any
 ) -> MemoryDoc:
@@ -120,7 +162,7 @@ def _personal_doc(
         text=text,
         created_at=created,
         timestamp=moment,
-        embedding=embedder().embed_one(
+        embedding=_embedding(
             embedding_text(
                 memory_type, text, name=fields.get("name"), trigger=fields.get("trigger")
             )

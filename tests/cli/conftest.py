@@ -242,6 +242,8 @@ class Proxy:
     def _handle(self, conn: socket.socket) -> None:
         with conn:
             request = self._read_request(conn)
+            if not request:  # a connect and close (the client's reachability probe): no request
+                return
             mode = self.mode
             if mode == "hold":
                 time.sleep(3600)

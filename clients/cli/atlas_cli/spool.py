@@ -2,8 +2,9 @@
 delivered in batches to ``POST /users/{user}/operations``.
 
 One SQLite file per profile (owner-only, WAL, ``synchronous=FULL``: a write that returned is on
-disk). Each operation has a client operation id (its exactly-once key on the server) and the
-hash of its payload (a payload changed on disk is quarantined, never sent). The server's answer
+disk; delivery's own bookkeeping is committed without a sync of its own, see ``Spool.tx``).
+Each operation has a client operation id (its exactly-once key on the server) and the hash of
+its payload (a payload changed on disk is quarantined, never sent). The server's answer
 for each operation decides what happens to it:
 
 - ``applied`` / ``duplicate``: done (a duplicate is a replay the server had already applied,
@@ -201,7 +202,14 @@ class Spool:
         self.db.close()
 
     @contextlib.contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction. ``durable`` (the default): on disk when it commits (the WAL
+        synced). ``durable=False`` for delivery's own bookkeeping (attempts, backoff, what the
+        server answered): committed, but synced only with the next durable commit or
+        checkpoint, so a power cut may forget it, never an operation: the operation is sent
+        again, and the server answers the replay ``duplicate`` (its ledger keys it by id)."""
+        if not durable:
+            self.db.execute("PRAGMA synchronous = NORMAL")
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -222,6 +230,9 @@ class Spool:
                     "disk space or raise ATLAS_SPOOL_MAX_MB, then run it again"
                 ) from exc
             raise SpoolError(f"spool {self.path}: {exc}") from exc
+        finally:
+            if not durable:
+                self.db.execute("PRAGMA synchronous = FULL")
 
     # --- writing ------------------------------------------------------------------------
     def add(self, kind: str, args: dict[str, Any], op_id: str | None = None) -> str:
@@ -365,7 +376,7 @@ class Spool:
             return BATCH
 
     def _prune(self) -> None:
-        with self.tx() as db:
+        with self.tx(durable=False) as db:
             db.execute(
                 "DELETE FROM ops WHERE state IN ('done', 'conflict') AND done_at < ?",
                 (time.time() - DONE_KEPT_S,),
@@ -468,7 +479,7 @@ class Spool:
         on_result: Callable[[Spool, dict[str, Any], dict[str, Any]], None] | None,
     ) -> bool:
         ids = [item["id"] for item in batch]
-        with self.tx() as db:
+        with self.tx(durable=False) as db:
             db.executemany(
                 "UPDATE ops SET attempts = attempts + 1, sent_at = ? WHERE id = ?",
                 [(time.time(), op_id) for op_id in ids],
@@ -603,7 +614,7 @@ class Spool:
         error: Any,
         result: Any = None,
     ) -> None:
-        with self.tx() as db:
+        with self.tx(durable=False) as db:
             db.execute(
                 "UPDATE ops SET state = ?, status = ?, error = ?, result = ?, done_at = ? "
                 "WHERE id = ?",
@@ -620,7 +631,7 @@ class Spool:
     def _backoff(self, ids: list[str], error: Any = None, *, floor_s: float = 0.0) -> None:
         base = float(os.environ.get("ATLAS_BACKOFF_BASE_S", "2"))
         now = time.time()
-        with self.tx() as db:
+        with self.tx(durable=False) as db:
             for op_id in ids:
                 (attempts,) = db.execute(
                     "SELECT attempts FROM ops WHERE id = ?", (op_id,)

@@ -17,6 +17,7 @@ work is split by job: ``client`` (connection, keys, errors), ``setup`` (template
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -77,6 +78,9 @@ class ElasticsearchBackend(MemoryBackend):
 
     def create(self, docs: list[MemoryDoc]) -> set[str]:
         return writes.create(self._conn, docs)
+
+    def writes_together(self) -> contextlib.AbstractContextManager[None]:
+        return self._conn.refresh_once()
 
     def update(self, doc: MemoryDoc, mutate: Callable[[MemoryDoc], dict[str, Any]]) -> MemoryDoc:
         return writes.update(self._conn, doc, mutate)

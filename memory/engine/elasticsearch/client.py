@@ -16,8 +16,10 @@ which reads that tenant's catalog documents and nothing else. The keys come from
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from elasticsearch import ApiError, AuthenticationException, Elasticsearch, TransportError
@@ -27,6 +29,11 @@ from atlas_platform.exceptions import Unavailable
 from memory.engine.base import EngineError
 from memory.engine.elasticsearch.refresh import GroupRefresh
 from memory.engine.types import MemoryDoc, ReadScope
+
+# The indices written inside ``Connection.refresh_once`` (this thread's, this request's).
+_held: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
+    "atlas_refresh_held", default=None
+)
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -133,10 +140,33 @@ class Connection:
         result: Json = response.body
         return result
 
-    def after_write(self, indices: list[str]) -> None:
+    def after_write(self, indices: list[str], *, now: bool = False) -> None:
         """Return once what was written before to ``indices`` is searchable
-        (``refresh.GroupRefresh``)."""
+        (``refresh.GroupRefresh``); inside ``refresh_once`` (unless ``now``) the indices are
+        kept for the block's one refresh instead."""
+        held = _held.get()
+        if held is not None and not now:
+            held.update(indices)
+            return
         self.refreshes.after_write(indices)
+
+    @contextlib.contextmanager
+    def refresh_once(self) -> Iterator[None]:
+        """The writes of this block refreshed once, when it ends (nested: the outer one's)."""
+        if _held.get() is not None:
+            yield
+            return
+        held: set[str] = set()
+        token = _held.set(held)
+        try:
+            yield
+        except BaseException:
+            _held.reset(token)
+            with contextlib.suppress(Exception):  # what was written becomes visible anyway
+                self.refreshes.after_write(held)
+            raise
+        _held.reset(token)
+        self.refreshes.after_write(held)
 
     def _reader(self, key: ApiKey) -> Elasticsearch:
         client: Elasticsearch = self._reader_for(key)

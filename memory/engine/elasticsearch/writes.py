@@ -66,7 +66,6 @@ def _bulk(conn: Connection, docs: list[MemoryDoc], op: str) -> set[str]:
         "write documents",
         lambda: conn.writer.bulk(operations=operations, refresh=NO_REFRESH),
     )
-    conn.after_write(indices)
     existing: set[str] = set()
     failures: list[str] = []
     for item in response["items"] if response.get("errors") else []:
@@ -80,6 +79,8 @@ def _bulk(conn: Connection, docs: list[MemoryDoc], op: str) -> set[str]:
         # metadata), which belongs neither in a log line nor in an answer.
         error = outcome["error"] if isinstance(outcome["error"], dict) else {}
         failures.append(f"{outcome.get('_id')}: {error.get('type', 'error')}")
+    # A document found there already (a retry's) is read back at once: searchable now.
+    conn.after_write(indices, now=bool(existing or failures))
     if failures:
         raise EngineError(f"Elasticsearch refused {len(failures)} document(s): {failures}")
     return existing
