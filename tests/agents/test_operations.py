@@ -316,3 +316,71 @@ def test_another_agent_reusing_an_operation_id_is_refused_and_learns_nothing(
         assert refused["result"] is None and "Rotate" not in str(refused)
     assert Task.objects.count() == 1
     assert batch(api, alice_bound, create)[0]["status"] == "duplicate"  # its own agent still
+
+
+def test_a_run_of_writes_is_embedded_once_and_searchable_when_answered(
+    api, alice, alice_bound, es_store, monkeypatch
+):
+    """Consecutive plain writes of a batch: one call to the model for their texts, one refresh
+    for all, and each answered applied only once it can be recalled."""
+    from memory.services import writes
+    from memory.services.recall import memory_recall
+
+    calls = []
+    real = writes.embedder
+
+    def counting():
+        model = real()
+
+        class Counted:
+            def embed(self, texts):
+                calls.append(("embed", len(texts)))
+                return model.embed(texts)
+
+            def embed_one(self, text):
+                calls.append(("embed_one", 1))
+                return model.embed_one(text)
+
+        return Counted()
+
+    monkeypatch.setattr(writes, "embedder", counting)
+    texts = ["The orders table is sharded by year", "Deploys freeze in December"]
+    results = batch(
+        api,
+        alice_bound,
+        *(op(f"w{n}", "memory.write", text=text) for n, text in enumerate(texts)),
+        op("t", "task.create", title="Shard the invoices too"),
+    )
+
+    assert [r["status"] for r in results] == ["applied", "applied", "applied"]
+    assert ("embed", 2) in calls and ("embed_one", 1) not in calls
+    found = memory_recall(user=alice, query="orders table sharded by year", k=5)
+    assert results[0]["result"]["id"] in {hit.doc.id for hit in found.hits}
+
+
+def test_a_refresh_failing_after_a_run_answers_retry_and_the_replay_writes_each_once(
+    api, alice, alice_bound, es_store, monkeypatch
+):
+    from memory.engine.elasticsearch.refresh import GroupRefresh
+    from memory.engine.base import EngineError
+
+    real = GroupRefresh.after_write
+    failed = []
+
+    def failing_once(self, indices):
+        indices = list(indices)
+        if indices and not failed:
+            failed.append(indices)
+            raise EngineError("the refresh failed")
+        return real(self, indices)
+
+    monkeypatch.setattr(GroupRefresh, "after_write", failing_once)
+    operations = [op(f"w{n}", "memory.write", text=f"fact number {n} of the run") for n in (1, 2)]
+
+    down = batch(api, alice_bound, *operations)
+    replay = batch(api, alice_bound, *operations)
+
+    assert failed and statuses(down) == [("w1", "retry", 503), ("w2", "retry", 503)]
+    assert {r["status"] for r in replay} <= {"applied", "duplicate"}
+    assert memory_counts(user=alice)["semantic"] == 2  # stored once each, never twice
+    assert not AppliedOperation.objects.exclude(state=AppliedOperation.State.DONE).exists()
