@@ -323,11 +323,10 @@ def test_a_run_of_writes_is_embedded_once_and_searchable_when_answered(
 ):
     """Consecutive plain writes of a batch: one call to the model for their texts, one refresh
     for all, and each answered applied only once it can be recalled."""
-    from memory.services import writes
+    from memory.services.common import embedder as real
     from memory.services.recall import memory_recall
 
     calls = []
-    real = writes.embedder
 
     def counting():
         model = real()
@@ -343,7 +342,7 @@ def test_a_run_of_writes_is_embedded_once_and_searchable_when_answered(
 
         return Counted()
 
-    monkeypatch.setattr(writes, "embedder", counting)
+    monkeypatch.setattr("memory.services.writes.embedder", counting)
     texts = ["The orders table is sharded by year", "Deploys freeze in December"]
     results = batch(
         api,
@@ -361,11 +360,11 @@ def test_a_run_of_writes_is_embedded_once_and_searchable_when_answered(
 def test_a_refresh_failing_after_a_run_answers_retry_and_the_replay_writes_each_once(
     api, alice, alice_bound, es_store, monkeypatch
 ):
-    from memory.engine.elasticsearch.refresh import GroupRefresh
     from memory.engine.base import EngineError
+    from memory.engine.elasticsearch.refresh import GroupRefresh
 
     real = GroupRefresh.after_write
-    failed = []
+    failed: list[list[str]] = []
 
     def failing_once(self, indices):
         indices = list(indices)
