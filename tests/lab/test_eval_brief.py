@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from lab.evaluation.brief import fact_present, histories
+from tenants.models import Tenant
 
 
 def test_the_histories_have_both_splits_several_projects_and_two_machines() -> None:
@@ -50,6 +52,7 @@ def test_eval_brief_prints_the_figures_per_budget_and_meets_the_targets(
         budgets="500,1500",
         json_path=str(out),
         targets=True,
+        clean=True,
     )
     printed = capsys.readouterr().out
     assert "eval_brief: 1 histories (dev)" in printed
@@ -57,3 +60,7 @@ def test_eval_brief_prints_the_figures_per_budget_and_meets_the_targets(
     assert report["1500"]["facts"] >= 0.9
     assert report["1500"]["duplicated"] == report["1500"]["off_project"] == 0
     assert report["500"]["tokens_max"] <= 500 < report["1500"]["tokens_max"] <= 1500
+    # --clean leaves nothing behind: no tenant, no memory, no note in the store
+    assert not Tenant.objects.filter(slug__startswith="brief-eval").exists()
+    with sqlite3.connect(settings.ATLAS_EMBEDDED_PATH) as store:
+        assert store.execute("SELECT count(*) FROM memories").fetchone() == (0,)

@@ -53,7 +53,7 @@ class Command(BaseCommand):
                 if options["show"]:
                     self.stdout.write(f"--- {history['name']} @ {budget}\n{built.markdown}")
             if options["clean"]:
-                user.tenant.delete()
+                clean(user)
         report = {str(b): summary(rows[b]) for b in budgets}
         self.stdout.write(table(options["split"], len(chosen), report))
         if options["json_path"]:
@@ -61,6 +61,26 @@ class Command(BaseCommand):
             Path(options["json_path"]).write_text(json.dumps(out, indent=1) + "\n")
         if options["targets"]:
             check_targets(report)
+
+
+def clean(user: Any) -> None:
+    """The history's documents out of the store (its memories, its notes' search documents),
+    then its user and tenant (the rows under them go with them)."""
+    from knowledge.models import Entity
+    from memory.selectors import memory_ids_page
+    from memory.services.documents import searchable_delete
+    from memory.services.erasure import memory_erase_page
+
+    for kind in ("episodic", "semantic", "procedural"):
+        mine = {"tenant_id": user.memory_tenant_id, "user_id": user.memory_id}
+        while ids := memory_ids_page(**mine, memory_type=kind):
+            memory_erase_page(**mine, memory_type=kind, ids=ids)
+    docs = list(Entity.objects.filter(user=user).values_list("doc_id", flat=True))
+    for start in range(0, len(docs), 500):
+        searchable_delete(user=user, doc_ids=docs[start : start + 500])
+    tenant = user.tenant
+    user.delete()
+    tenant.delete()
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
