@@ -4,17 +4,12 @@ whether the request may have reached it); ``HttpError`` for an answer that is no
 Every body and query leaves without its ``<private>`` spans (``atlas_cli.private``).
 
 ``urllib.request`` (with ``http.client``, ``email`` and ``ssl``: ~25 ms of a ~0.2 s command)
-is imported on the first request, and not at all when the server's port refuses the
-connection: before that first request, a plain TCP connect says whether anyone listens (an
-offline write then returns without that import). With a proxy configured the connect is left
-to urllib (the proxy decides what is reachable)."""
+is imported on the first request only: a command that sends nothing never pays for it."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import sys
 import urllib.parse
 from typing import Any
 
@@ -84,8 +79,6 @@ class Client:
         if not url.startswith(("http://", "https://")):
             raise Offline(f"{self.profile.url!r} is not an http(s) URL")
         limit = self.timeout if timeout is None else max(0.05, timeout)
-        if "urllib.request" not in sys.modules:
-            self._probe(url, limit)
         import urllib.error
         import urllib.request
 
@@ -116,31 +109,6 @@ class Client:
         except Exception as exc:  # http.client.RemoteDisconnected, BadStatusLine, ...
             raise Offline(f"{self.profile.url}: bad answer ({exc})", sent=True) from None
         return _json(raw)
-
-    def _probe(self, url: str, limit: float) -> None:
-        """``Offline`` (nothing sent) when no one accepts a connection at ``url``'s host and
-        port; nothing when someone does, or when a proxy stands between (urllib's to try)."""
-        if any(os.environ.get(name) for name in PROXY_VARIABLES):
-            return
-        parts = urllib.parse.urlsplit(url)
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            return  # urllib says what is wrong with it
-        try:
-            socket.create_connection((parts.hostname or "", port), timeout=limit).close()
-        except OSError as exc:  # refused, unreachable, unknown host, timed out: nothing sent
-            raise Offline(f"{self.profile.url} unreachable ({exc})") from None
-
-
-PROXY_VARIABLES = (
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-)
 
 
 def _q(value: Any) -> str:
