@@ -115,9 +115,7 @@ def profile(explicit: str | None = None) -> Profile:
     name = profile_name(explicit)
     data = load().get("profiles", {}).get(name)
     if not isinstance(data, dict):
-        raise ConfigError(
-            f"No profile {name!r}: run `atlas login --url URL --user ID --token ...`."
-        )
+        raise ConfigError(f"No profile {name!r}: run `atlas login --url URL --token -`.")
     token, source = _token(name, data)
     return Profile(
         name=name,
