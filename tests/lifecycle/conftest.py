@@ -4,6 +4,7 @@ the node's ``path.repo``; `make services` sets both)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Iterator
@@ -31,5 +32,35 @@ def deployment(request: pytest.FixtureRequest, settings: Any, tmp_path: Any) -> 
                 "path.repo, with ATLAS_ES_ADMIN_USERNAME / _PASSWORD)"
             )
         settings.ATLAS_ES_SNAPSHOT_LOCATION = f"{location}/{secrets.token_hex(6)}"
+    yield request.param
+    bookkeeping.drain()
+    if request.param != "embedded":
+        _drop_snapshots(settings)
+
+
+def _drop_snapshots(settings: Any) -> None:
+    """The test's snapshots and repository off the node (housekeeping: never fails a test)."""
+    from elasticsearch import Elasticsearch
+
+    admin = Elasticsearch(
+        settings.ATLAS_ES_URL,
+        basic_auth=(os.environ["ATLAS_ES_ADMIN_USERNAME"], os.environ["ATLAS_ES_ADMIN_PASSWORD"]),
+        request_timeout=60,
+    )
+    repository = f"{settings.ATLAS_ES_INDEX_PREFIX}-backups"
+    with contextlib.suppress(Exception):
+        admin.snapshot.delete(repository=repository, snapshot="*")
+        admin.snapshot.delete_repository(name=repository)
+
+
+@pytest.fixture(params=["embedded", "es-filter"])
+def store(request: pytest.FixtureRequest, settings: Any, tmp_path: Any) -> Iterator[str]:
+    """The memory store: the embedded default, or Elasticsearch."""
+    if request.param == "embedded":
+        settings.ATLAS_MEMORY_BACKEND = "embedded"
+        settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    else:
+        request.getfixturevalue("es")
+        settings.ATLAS_MEMORY_BACKEND = "elasticsearch"
     yield request.param
     bookkeeping.drain()
