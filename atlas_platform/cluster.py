@@ -9,6 +9,7 @@ cluster's own error text goes to the log, never into an error a client is shown.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -169,12 +170,12 @@ class Cluster:
         alive: set[str] = set()
         for start in range(0, len(key_ids), 500):
             page = key_ids[start : start + 500]
-            body = _call(
-                "read API keys",
-                lambda page=page: self.client.security.query_api_keys(
-                    query={"ids": {"values": page}}, size=len(page)
-                ),
+            query = functools.partial(
+                self.client.security.query_api_keys,
+                query={"ids": {"values": page}},
+                size=len(page),
             )
+            body = _call("read API keys", query)
             now_ms = time.time() * 1000
             alive |= {
                 key["id"]

@@ -15,6 +15,7 @@ from django.utils import timezone
 from atlas_platform.exceptions import Conflict, ValidationError
 from erasure.models import ForgetRequest
 from lifecycle.services.retention import retention_enforce
+from lifecycle.tasks import retention_enforce_task
 from memory.selectors import memory_counts
 from memory.services.writes import memory_turn_record, memory_write
 from tenants.api.export import ExportUserOut
@@ -136,3 +137,21 @@ def test_an_operator_places_a_hold_from_the_admin_and_an_auditor_cannot(
     alice.refresh_from_db()
     assert alice.legal_hold_at is not None and alice.legal_hold_by
     assert b"legal hold" in response.content.lower()
+
+
+def test_beat_runs_retention_as_the_system(
+    acme: Tenant, alice: User, settings: Any, tmp_path: Any
+) -> None:
+    settings.ATLAS_MEMORY_BACKEND = "embedded"
+    settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    tenant_update(tenant=acme, episode_retention_days=0)  # everything stored before now goes
+    episodes(alice, 2)
+
+    retention_enforce_task()
+
+    assert settings.CELERY_BEAT_SCHEDULE["lifecycle-retention"]["task"] == (
+        retention_enforce_task.name
+    )
+    assert memory_counts(user=alice).get("episodic", 0) == 0
+    event = AuditEvent.objects.get(action="retention.episodes")
+    assert (event.actor_type, event.actor_label) == ("system", "retention")
