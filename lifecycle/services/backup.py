@@ -64,7 +64,7 @@ def deployment_backup(*, into: Path | None = None) -> dict[str, Any]:
             for tenant_id, counts in memory_store_counts(tenant_ids=sorted(tenants)).items()
         },
     }
-    manifest_write(directory, manifest)
+    manifest = manifest_write(directory, manifest)
     with transaction.atomic():
         audit_record(
             action="deployment.backup",

@@ -29,11 +29,13 @@ def checksums(directory: Path) -> dict[str, str]:
     }
 
 
-def manifest_write(directory: Path, manifest: dict[str, Any]) -> None:
+def manifest_write(directory: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Write the manifest with the checksum of every file beside it; the manifest written."""
     body = manifest | {"checksums": checksums(directory)}
     tmp = directory / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(body, indent=2, sort_keys=True))
     tmp.replace(directory / MANIFEST)  # a backup without its manifest is not a backup
+    return body
 
 
 def manifest_read(directory: Path) -> dict[str, Any]:

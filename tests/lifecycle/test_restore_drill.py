@@ -5,11 +5,13 @@ recall answers as before. On the embedded default and on Elasticsearch (dls) + P
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 from elasticsearch import Elasticsearch
 
@@ -199,3 +201,27 @@ def test_it_refuses_another_deployments_backup_unless_told(
     settings.ATLAS_DEPLOYMENT_ID = ours  # its indices carry the backup's id
     deployment_restore(source=Path(manifest["path"]), allow_other_deployment=True)
     assert memory_get(user=User.objects.get(external_id="alice"), memory_id=kept).id == kept
+
+
+def test_the_commands_print_the_manifest_and_the_report_and_say_why_they_refuse(
+    tmp_path: Path, settings: Any
+) -> None:
+    settings.ATLAS_MEMORY_BACKEND = "embedded"
+    settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    acme = Tenant.objects.create(slug="acme", name="Acme", isolation_mode="filter")
+    kept = write(User.objects.create(tenant=acme, external_id="alice"), "Alice likes tea")
+    out = io.StringIO()
+
+    call_command("atlas_backup", into=str(tmp_path / "backups"), stdout=out)
+    manifest = json.loads(out.getvalue())
+    assert manifest["counts"][acme.memory_id]["memories"] == {"semantic": 1}
+    assert set(manifest["checksums"]) == {"database.jsonl", "memory.sqlite3"}
+    with pytest.raises(CommandError, match="not empty"):
+        call_command("atlas_restore", manifest["path"])
+
+    lose_everything("embedded", tmp_path, settings)
+    out = io.StringIO()
+    call_command("atlas_restore", manifest["path"], stdout=out)
+    assert json.loads(out.getvalue())["backup"] == manifest["name"]
+    alice = User.objects.get(external_id="alice")
+    assert memory_get(user=alice, memory_id=kept).id == kept
