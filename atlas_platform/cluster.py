@@ -9,10 +9,12 @@ cluster's own error text goes to the log, never into an error a client is shown.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -161,6 +163,26 @@ class Cluster:
             ),
         )
         return ApiKey(id=body["id"], secret=body["api_key"])
+
+    def api_keys_alive(self, key_ids: list[str]) -> set[str]:
+        """Those of ``key_ids`` the cluster still accepts (its own keys: neither invalidated,
+        expired nor unknown to it)."""
+        alive: set[str] = set()
+        for start in range(0, len(key_ids), 500):
+            page = key_ids[start : start + 500]
+            query = functools.partial(
+                self.client.security.query_api_keys,
+                query={"ids": {"values": page}},
+                size=len(page),
+            )
+            body = _call("read API keys", query)
+            now_ms = time.time() * 1000
+            alive |= {
+                key["id"]
+                for key in body.get("api_keys", [])
+                if not key.get("invalidated") and (key.get("expiration") or now_ms + 1) > now_ms
+            }
+        return alive
 
     def invalidate_api_keys(self, key_ids: list[str]) -> None:
         """Invalidate several keys in one call; raises unless every one is (or was) invalid."""

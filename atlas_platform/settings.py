@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     # graph's rows and count them before agents' purge cascades through the projects.
     "knowledge",
     "agents",
+    "lifecycle",  # backup and restore (deploy/README.md)
     # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
     *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
 ]
@@ -254,6 +255,11 @@ CELERY_BEAT_SCHEDULE = {
     # past ATLAS_KNOWLEDGE_RESTORE_DAYS go.
     "knowledge-reindex": {"task": "knowledge.reindex", "schedule": 300.0},
     "knowledge-tombstones-purge": {"task": "knowledge.tombstones_purge", "schedule": 3600.0},
+    # Tenants' retention: old episodes, audit events and receipts (lifecycle.services.retention).
+    "lifecycle-retention": {
+        "task": "lifecycle.retention_enforce",
+        "schedule": env.float("ATLAS_RETENTION_EVERY_S", default=24 * 3600.0),
+    },
 }
 
 # Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.
@@ -287,6 +293,17 @@ ATLAS_MEMORY_BACKEND = env.str(
     "ATLAS_MEMORY_BACKEND", default="elasticsearch" if ATLAS_ES_URL else "embedded"
 )
 ATLAS_EMBEDDED_PATH = env.str("ATLAS_EMBEDDED_PATH", default=str(VAR_DIR / "memory.sqlite3"))
+# Data lifecycle (deploy/README.md). The erasure ledger: what was erased or revoked, outside
+# every backup (keep it on a persistent volume that is not restored from one).
+ATLAS_LEDGER_PATH = env.str("ATLAS_LEDGER_PATH", default=str(VAR_DIR / "ledger.sqlite3"))
+# Where `manage.py atlas_backup` writes its backups (a directory of its own per backup), and
+# the Elasticsearch snapshot repository's location (a path the cluster's `path.repo` allows,
+# as the cluster's nodes see it; the repository is registered as <prefix>-backups).
+ATLAS_BACKUP_DIR = env.str("ATLAS_BACKUP_DIR", default=str(VAR_DIR / "backups"))
+ATLAS_ES_SNAPSHOT_LOCATION = env.str("ATLAS_ES_SNAPSHOT_LOCATION", default="")
+# Retention: no tenant keeps audit events and erasure receipts for less than this floor (the
+# law the operator answers to may require one); beat enforces tenants' retention daily.
+ATLAS_AUDIT_RETENTION_FLOOR_DAYS = env.int("ATLAS_AUDIT_RETENTION_FLOOR_DAYS", default=365)
 # local (the default, all-MiniLM-L6-v2 int8) | openai | es-inference | an offline candidate
 # from lab.candidates.CANDIDATES (docs/models.md says how to install and select each).
 ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")

@@ -336,3 +336,19 @@ def memory_supporting_episode_ids(
             docs = backend().get_many(scope, memory_ids[start : start + GET_CHUNK])
         episodes += [e for d in docs if d.user_id == user_id for e in d.supporting_episode_ids]
     return list(dict.fromkeys(episodes))
+
+
+def memory_ids_stored_before(
+    *, tenant_id: str, user_id: str, memory_type: MemoryType, before: datetime, limit: int
+) -> list[str]:
+    """Up to ``limit`` ids of the user's own memories of ``memory_type`` stored (``created_at``)
+    before ``before``, oldest first (retention's candidates; the platform's credential)."""
+    scope = writer_scope(tenant_id=tenant_id, user_id=user_id)
+    with store_errors():
+        docs = backend().scan(
+            scope,
+            memory_types=(memory_type,),
+            created_to=before - timedelta(microseconds=1),
+            limit=limit,
+        )
+    return [d.id for d in docs if d.user_id == user_id]

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
@@ -111,6 +112,21 @@ class Tenant(models.Model):
     statistics_scope = models.CharField(
         max_length=8, choices=StatisticsScope.choices, default=StatisticsScope.TENANT
     )
+    # Retention (deploy/README.md, "Retention and legal hold"): enforced daily by beat
+    # (``lifecycle.retention_enforce``); empty keeps forever.
+    episode_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Delete users' episodes (conversation turns) stored longer ago than this.",
+    )
+    audit_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Delete audit events and erasure receipts older than this (never below the "
+            "deployment's floor, ATLAS_AUDIT_RETENTION_FLOOR_DAYS)."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -118,6 +134,16 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        floor = settings.ATLAS_AUDIT_RETENTION_FLOOR_DAYS
+        if self.audit_retention_days is not None and self.audit_retention_days < floor:
+            raise ValidationError(
+                {
+                    "audit_retention_days": f"At least {floor} days (this deployment's floor, "
+                    "ATLAS_AUDIT_RETENTION_FLOOR_DAYS), or empty to keep them forever."
+                }
+            )
 
     @property
     def is_active(self) -> bool:
@@ -145,6 +171,9 @@ class User(models.Model):
     external_id = models.CharField(max_length=128, validators=[EXTERNAL_ID_VALIDATOR])
     display_name = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # A legal hold (an operator's, audited) pauses every retention deletion of the user's data.
+    legal_hold_at = models.DateTimeField(null=True, blank=True)
+    legal_hold_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -236,6 +236,17 @@ def _no_scoped_keys_from_other_tests() -> None:
     scoped_keys.clear()
 
 
+@pytest.fixture(scope="session")
+def _ledger_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return tmp_path_factory.mktemp("ledger")
+
+
+@pytest.fixture(autouse=True)
+def _session_ledger(settings: Any, _ledger_dir: Any) -> None:
+    """The erasure ledger in the session's own directory, never the checkout's var/."""
+    settings.ATLAS_LEDGER_PATH = str(_ledger_dir / "ledger.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def _fast_passwords(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -15,6 +15,8 @@ ES_PIDFILE="$ATLAS_SERVICES_DIR/run/es.pid"
 ES_DATA="$ATLAS_SERVICES_DIR/es-data"
 ES_LOGS="$ATLAS_SERVICES_DIR/es-logs"
 ES_TMP="$ATLAS_SERVICES_DIR/es-tmp"
+# The snapshot repositories' root (path.repo): manage.py atlas_backup's ES snapshots.
+ES_SNAPSHOTS="$ATLAS_SERVICES_DIR/es-snapshots"
 ES_PASSWORD_FILE="$ATLAS_SERVICES_DIR/elastic-password"
 PG_DATA="$ATLAS_SERVICES_DIR/pg-data"
 PG_SOCKET_DIR="$ATLAS_SERVICES_DIR/pg-socket"

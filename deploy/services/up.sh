@@ -178,7 +178,7 @@ es_install_analysis_plugin() {
 es_configure() {
   local changed=$ES_RESTART
   find_java
-  ensure_owned "$ES_DATA" "$ES_LOGS" "$ES_TMP"
+  ensure_owned "$ES_DATA" "$ES_LOGS" "$ES_TMP" "$ES_SNAPSHOTS"
   # Often not permitted in containers; with single-node discovery on loopback
   # the bootstrap checks are warnings only.
   if [[ $(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 0) -lt 262144 ]]; then
@@ -198,6 +198,7 @@ http.port: $ATLAS_ES_PORT
 transport.port: $ATLAS_ES_TRANSPORT_PORT
 path.data: $ES_DATA
 path.logs: $ES_LOGS
+path.repo: ["$ES_SNAPSHOTS"]
 xpack.security.enabled: true
 xpack.security.http.ssl.enabled: false
 xpack.security.transport.ssl.enabled: false
@@ -446,6 +447,7 @@ ATLAS_ES_PASSWORD=$PLATFORM_PASSWORD
 ATLAS_ES_ADMIN_USERNAME=elastic
 ATLAS_ES_ADMIN_PASSWORD=$ES_PASSWORD
 ATLAS_ES_VERSION=$ES_VERSION
+ATLAS_ES_SNAPSHOT_LOCATION=$ES_SNAPSHOTS/atlas
 DATABASE_URL=postgres://atlas:atlas@127.0.0.1:$ATLAS_PG_PORT/atlas
 REDIS_URL=redis://127.0.0.1:$ATLAS_REDIS_PORT/0
 CELERY_BROKER_URL=redis://127.0.0.1:$ATLAS_REDIS_PORT/1

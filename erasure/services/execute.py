@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
+from atlas_platform.ledger import ledger_record
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services.requests import ERASURE_LEASE
 from memory.models import IdempotencyRecord
@@ -105,6 +106,15 @@ class _Job:
     # --- steps -------------------------------------------------------------------------------
     def run(self) -> None:
         targets = self._targets()
+        # In the ledger before the first delete: a restore re-applies it (lifecycle app).
+        ledger_record(
+            "erasure",
+            tenant=self.tenant_id,
+            user=self.user_id,
+            memory_ids=targets,
+            delete_user=self.request.delete_user_record,
+            forget_request=self.request.pk,
+        )
         for kind in ERASABLE_TYPES:
             self._erase(kind, targets)
         remaining = self._verify(targets)

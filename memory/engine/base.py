@@ -9,8 +9,10 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from atlas_platform.cluster import ClusterConfig
 from atlas_platform.exceptions import Unavailable
 from memory.engine.types import (
     ERASABLE_TYPES,
@@ -52,6 +54,21 @@ class MemoryBackend(ABC):
     @abstractmethod
     def ensure_ready(self) -> None:
         """Create indices / tables if missing (idempotent)."""
+
+    @abstractmethod
+    def backup(self, *, into: Path, name: str, admin: ClusterConfig | None) -> dict[str, Any]:
+        """Copy every document of this deployment, as of one moment, while writes go on:
+        into files under ``into``, or a cluster snapshot named ``name`` (taken with the
+        administrator's credential ``admin``). Returns what ``restore`` needs (JSON)."""
+
+    @abstractmethod
+    def restore(self, *, source: Path, detail: dict[str, Any], admin: ClusterConfig | None) -> None:
+        """Put back what ``backup`` copied (``detail``; its files under ``source``), into a
+        store that holds no document (``is_empty``): refused otherwise, nothing changed."""
+
+    @abstractmethod
+    def is_empty(self) -> bool:
+        """Whether the store holds no document of this deployment at all."""
 
     @abstractmethod
     def write(self, docs: list[MemoryDoc]) -> None:

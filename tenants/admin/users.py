@@ -20,6 +20,7 @@ from tenants.admin.forms import UserAddForm
 from tenants.admin.site import site
 from tenants.models import ScopedKey, User
 from tenants.selectors import user_key_status
+from tenants.services.legal_hold import user_legal_hold_place, user_legal_hold_release
 from tenants.services.scoped_keys import scoped_key_provision, scoped_key_rotate
 from tenants.services.users import user_create, user_set_status
 
@@ -53,6 +54,7 @@ class UserAdmin(ScopedModelAdmin):
         "key_status",
         "key_age",
         "last_rotation",
+        "legal_hold_at",
         "created_at",
     ]
     list_filter = [("tenant", admin.RelatedOnlyFieldListFilter), "status"]
@@ -64,10 +66,19 @@ class UserAdmin(ScopedModelAdmin):
         "display_name",
         "status",
         "created_at",
+        "legal_hold_at",
+        "legal_hold_by",
     )
     readonly_fields = fields
     inlines = [ScopedKeyInline]
-    actions: list[Any] = ["rotate_key", "provision_key", "disable", "enable"]
+    actions: list[Any] = [
+        "rotate_key",
+        "provision_key",
+        "disable",
+        "enable",
+        "place_legal_hold",
+        "release_legal_hold",
+    ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).prefetch_related("scoped_keys")
@@ -176,6 +187,26 @@ class UserAdmin(ScopedModelAdmin):
             queryset,
             lambda u: user_set_status(user=u, status="active"),
             "Enabled",
+            label=external_id,
+        )
+
+    @admin.action(description="Place a legal hold (pauses retention)", permissions=["act"])
+    def place_legal_hold(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        self.each(
+            request,
+            queryset,
+            lambda u: user_legal_hold_place(user=u),
+            "Placed a legal hold on",
+            label=external_id,
+        )
+
+    @admin.action(description="Release the legal hold", permissions=["act"])
+    def release_legal_hold(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        self.each(
+            request,
+            queryset,
+            lambda u: user_legal_hold_release(user=u),
+            "Released the legal hold on",
             label=external_id,
         )
 

@@ -39,6 +39,10 @@ class ExportUserOut(serializers.Serializer[Any]):
     display_name = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=["active", "disabled"])
     created_at = serializers.DateTimeField()
+    legal_hold_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Since when the user's data is under a legal hold (retention paused), or null.",
+    )
 
 
 class UserExportOut(serializers.Serializer[Any]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from datetime import datetime
 from typing import Any
 
 from django.db import models, transaction
@@ -38,3 +40,25 @@ def audit_record(
         target_id=str(target.pk) if target is not None else "",
         metadata=metadata or {},
     )
+
+
+def audit_expire(*, tenant: Tenant, before: datetime, keep_users: Collection[int]) -> int:
+    """Retention's one exception to append-only: delete the tenant's audit events older than
+    ``before``, except those about ``keep_users`` (held, or named by an open forget request);
+    then record how many went (an event of its own). Returns the count."""
+    with transaction.atomic():
+        connection = transaction.get_connection()
+        if connection.vendor == "postgresql":  # the append-only trigger lets this one through
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL atlas.audit_expiry = 'on'")
+        expired = AuditEvent.objects.filter(tenant=tenant, created_at__lt=before).exclude(
+            subject_user__in=keep_users
+        )
+        deleted, _ = models.QuerySet.delete(expired)  # the queryset refuses a plain delete
+        if deleted:
+            audit_record(
+                action="audit.expire",
+                tenant=tenant,
+                metadata={"deleted": deleted, "before": before.isoformat()},
+            )
+    return int(deleted)

@@ -47,6 +47,8 @@ TUNABLE_FIELDS = (
     "key_rotation_days",
     "auto_provision_users",
     "erasure_requires_second_operator",
+    "episode_retention_days",
+    "audit_retention_days",
 )
 
 

@@ -133,6 +133,7 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
         "display_name": "",
         "status": "active",
         "created_at": body["user"]["created_at"],
+        "legal_hold_at": None,
     }
     assert {m["text"] for m in body["memories"]} == {
         "alice keeps bees",

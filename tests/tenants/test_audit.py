@@ -7,6 +7,7 @@ from django.db import connection, transaction
 
 from atlas_platform.context import Actor, acting_as, request_id
 from tenants.models import AuditEvent, Operator, Tenant, User
+from tenants.services.legal_hold import user_legal_hold_place, user_legal_hold_release
 from tenants.services.scoped_keys import (
     scoped_key_invalidate,
     scoped_key_provision,
@@ -49,6 +50,8 @@ def test_every_tenant_service_leaves_exactly_one_event(acme, alice):
     one_event("user.create", lambda: user_create(tenant=acme, external_id="zed"))
     one_event("user.disable", lambda: user_set_status(user=alice, status="disabled"))
     one_event("user.enable", lambda: user_set_status(user=alice, status="active"))
+    one_event("user.legal_hold_place", lambda: user_legal_hold_place(user=alice))
+    one_event("user.legal_hold_release", lambda: user_legal_hold_release(user=alice))
     one_event(
         "operator.create",
         lambda: operator_create(
@@ -139,6 +142,27 @@ def test_postgresql_refuses_raw_updates_and_deletes_of_audit_rows(acme):
         ):
             cursor.execute(sql)
     assert AuditEvent.objects.filter(action="tenant.suspend").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)  # SET LOCAL lasts to the end of a real transaction
+def test_postgresql_lets_only_retentions_own_transaction_delete_audit_rows(acme):
+    if connection.vendor != "postgresql":
+        pytest.skip("the trigger is PostgreSQL's; SQLite relies on the model guards")
+    tenant_suspend(tenant=acme)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL atlas.audit_expiry = 'on'")
+        with pytest.raises(Exception, match="append-only"), transaction.atomic():
+            cursor.execute("UPDATE tenants_auditevent SET action = 'x'")  # updates: never
+        cursor.execute("DELETE FROM tenants_auditevent WHERE action = 'tenant.suspend'")
+    assert not AuditEvent.objects.filter(action="tenant.suspend").exists()
+    tenant_reactivate(tenant=acme)
+    with (
+        pytest.raises(Exception, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("DELETE FROM tenants_auditevent")  # the setting was that transaction's
+    assert AuditEvent.objects.filter(action="tenant.reactivate").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

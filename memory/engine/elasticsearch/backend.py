@@ -20,11 +20,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+from django.conf import settings
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import MemoryBackend, require_personal
-from memory.engine.elasticsearch import layout, reads, setup, writes
+from memory.engine.elasticsearch import layout, reads, setup, snapshots, writes
 from memory.engine.elasticsearch.client import Connection, Layout, ScopedKeys
 from memory.engine.types import (
     GrowthBucket,
@@ -71,6 +74,17 @@ class ElasticsearchBackend(MemoryBackend):
     def relocate(self, translate: layout.Translate, *, delete_legacy: bool) -> layout.Relocation:
         """Move documents where the layout says (``layout.relocate``)."""
         return layout.relocate(self._conn, translate, delete_legacy=delete_legacy)
+
+    # --- backups (cluster snapshots, the administrator's credential) ---------------------------
+    def backup(self, *, into: Path, name: str, admin: ClusterConfig | None) -> dict[str, Any]:
+        location = settings.ATLAS_ES_SNAPSHOT_LOCATION
+        return snapshots.snapshot_take(self.config, admin=admin, location=location, name=name)
+
+    def restore(self, *, source: Path, detail: dict[str, Any], admin: ClusterConfig | None) -> None:
+        snapshots.snapshot_restore(self.config, admin=admin, detail=detail)
+
+    def is_empty(self) -> bool:
+        return not snapshots.holds_documents(self.config, self._conn.writer)
 
     # --- writes (always the writer credential) -------------------------------------------------
     def write(self, docs: list[MemoryDoc]) -> None:

@@ -9,6 +9,7 @@ and each read inside one snapshot (``store``). The legs are in ``legs``; owners 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import EngineError, MemoryBackend, require_personal
 from memory.engine.embedded import legs
 from memory.engine.embedded.scopes import owner_key, recall_owners, scope_owners, user_where
@@ -47,6 +49,8 @@ from memory.engine.types import (
     SessionTurn,
 )
 
+BACKUP_FILE = "memory.sqlite3"
+
 
 class EmbeddedBackend(MemoryBackend):
     """The contract over a SQLite file at ``path`` (FTS5 for BM25, numpy for cosine)."""
@@ -72,6 +76,29 @@ class EmbeddedBackend(MemoryBackend):
             (dims,) = conn.execute("SELECT value FROM settings WHERE name = 'dims'").fetchone()
         if dims != self.dims:  # another embedding model wrote these vectors
             raise EngineError(f"embedded store {self.path} holds {dims}-d vectors, not {self.dims}")
+
+    # --- backups (SQLite's online backup) ------------------------------------------------------
+    def backup(self, *, into: Path, name: str, admin: ClusterConfig | None) -> dict[str, Any]:
+        target = into / BACKUP_FILE
+        with engine_errors(), contextlib.closing(sqlite3.connect(target)) as copy:
+            # One consistent copy of the whole file while writers go on (pages written
+            # meanwhile restart the copy of what they touched; SQLite's backup API).
+            self._store.connection().backup(copy)
+        return {"file": BACKUP_FILE}
+
+    def restore(self, *, source: Path, detail: dict[str, Any], admin: ClusterConfig | None) -> None:
+        if not self.is_empty():
+            raise EngineError(
+                f"embedded store {self.path} holds documents; restore into an empty one"
+            )
+        with engine_errors(), contextlib.closing(sqlite3.connect(source / detail["file"])) as copy:
+            copy.backup(self._store.connection())
+        self._store.forget_snapshots()  # the cached ones describe the file before the restore
+        self.ensure_ready()  # a backup of an older schema is brought up to date
+
+    def is_empty(self) -> bool:
+        with self._store.transaction() as conn:
+            return conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is None
 
     # --- writes --------------------------------------------------------------------------------
     def write(self, docs: list[MemoryDoc]) -> None:

@@ -117,6 +117,7 @@ class Store:
         self.path = Path(path)
         self.dims = dims
         self._local = _ThreadConnection()
+        self._cache_bytes = cache_bytes
         self._cache = SnapshotCache(cache_bytes)
 
     def connection(self) -> sqlite3.Connection:
@@ -144,6 +145,10 @@ class Store:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def forget_snapshots(self) -> None:
+        """Drop every cached snapshot (after the file was replaced under them by a restore)."""
+        self._cache = SnapshotCache(self._cache_bytes)
 
     def snapshot(self, conn: sqlite3.Connection, owner: str, tenant_id: str) -> Snapshot:
         """The owner's rows as this transaction sees them: the cached snapshot plus the rows

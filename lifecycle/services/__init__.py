@@ -1,0 +1,1 @@
+"""A deployment's backup (``backup``) and its erasure-aware restore (``restore``)."""
