@@ -293,9 +293,11 @@ ATLAS_MEMORY_BACKEND = env.str(
     "ATLAS_MEMORY_BACKEND", default="elasticsearch" if ATLAS_ES_URL else "embedded"
 )
 ATLAS_EMBEDDED_PATH = env.str("ATLAS_EMBEDDED_PATH", default=str(VAR_DIR / "memory.sqlite3"))
-# Data lifecycle (deploy/README.md). The erasure ledger: what was erased or revoked, outside
+# Data lifecycle (deploy/README.md). The tombstone log: what was erased or revoked, outside
 # every backup (keep it on a persistent volume that is not restored from one).
-ATLAS_LEDGER_PATH = env.str("ATLAS_LEDGER_PATH", default=str(VAR_DIR / "ledger.sqlite3"))
+ATLAS_TOMBSTONES_PATH = env.str(
+    "ATLAS_TOMBSTONES_PATH", default=str(VAR_DIR / "tombstones.sqlite3")
+)
 # Where `manage.py atlas_backup` writes its backups (a directory of its own per backup), and
 # the Elasticsearch snapshot repository's location (a path the cluster's `path.repo` allows,
 # as the cluster's nodes see it; the repository is registered as <prefix>-backups).

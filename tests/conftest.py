@@ -237,14 +237,14 @@ def _no_scoped_keys_from_other_tests() -> None:
 
 
 @pytest.fixture(scope="session")
-def _ledger_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return tmp_path_factory.mktemp("ledger")
+def _tombstones_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return tmp_path_factory.mktemp("tombstones")
 
 
 @pytest.fixture(autouse=True)
-def _session_ledger(settings: Any, _ledger_dir: Any) -> None:
-    """The erasure ledger in the session's own directory, never the checkout's var/."""
-    settings.ATLAS_LEDGER_PATH = str(_ledger_dir / "ledger.sqlite3")
+def _session_tombstones(settings: Any, _tombstones_dir: Any) -> None:
+    """The tombstone log in the session's own directory, never the checkout's var/."""
+    settings.ATLAS_TOMBSTONES_PATH = str(_tombstones_dir / "tombstones.sqlite3")
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
-from atlas_platform.ledger import ledger_record
+from atlas_platform.tombstones import tombstone_record
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services.requests import ERASURE_LEASE
 from memory.models import IdempotencyRecord
@@ -106,8 +106,8 @@ class _Job:
     # --- steps -------------------------------------------------------------------------------
     def run(self) -> None:
         targets = self._targets()
-        # In the ledger before the first delete: a restore re-applies it (lifecycle app).
-        ledger_record(
+        # In the tombstone log before the first delete: a restore re-applies it (lifecycle app).
+        tombstone_record(
             "erasure",
             tenant=self.tenant_id,
             user=self.user_id,

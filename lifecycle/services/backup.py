@@ -1,6 +1,6 @@
 """``deployment_backup``: one consistent backup of a deployment (``manage.py atlas_backup``).
 
-In order: the erasure ledger's position (every entry after it is re-applied by a restore, so
+In order: the tombstone log's position (every entry after it is re-applied by a restore, so
 an erasure that races the copy is never lost), the database (one REPEATABLE READ transaction
 on PostgreSQL: every table as of one moment; Django's serializer, so SQLite deployments back
 up the same way), then the memory store (SQLite's online backup, or a cluster snapshot).
@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.db.migrations.recorder import MigrationRecorder
 
-from atlas_platform.ledger import ledger_position
+from atlas_platform.tombstones import tombstone_position
 from lifecycle.services.manifest import FORMAT, manifest_write
 from memory.services.backup import memory_store_backup, memory_store_counts, memory_store_kind
 from tenants.models import Tenant
@@ -44,7 +44,7 @@ def deployment_backup(*, into: Path | None = None) -> dict[str, Any]:
     name = f"atlas-{started:%Y%m%d-%H%M%S-%f}"
     directory = Path(into or settings.ATLAS_BACKUP_DIR) / name
     directory.mkdir(parents=True)
-    position = ledger_position()
+    position = tombstone_position()
     rows = _dump_database(directory / DATABASE_FILE)
     store = memory_store_backup(into=directory, name=name)
     tenants = {t.memory_id: t.slug for t in Tenant.objects.all()}
@@ -56,7 +56,7 @@ def deployment_backup(*, into: Path | None = None) -> dict[str, Any]:
         "finished_at": datetime.now(UTC).isoformat(),
         "deployment_id": deployment,
         "versions": versions(),
-        "ledger_position": position,
+        "tombstone_position": position,
         "database": {"file": DATABASE_FILE, "rows": rows},
         "store": {"backend": memory_store_kind(), **store},
         "counts": {
@@ -69,7 +69,7 @@ def deployment_backup(*, into: Path | None = None) -> dict[str, Any]:
         audit_record(
             action="deployment.backup",
             tenant=None,
-            metadata={"name": name, "ledger_position": position, "rows": sum(rows.values())},
+            metadata={"name": name, "tombstone_position": position, "rows": sum(rows.values())},
         )
     return manifest
 

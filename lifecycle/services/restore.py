@@ -6,7 +6,7 @@ Refused, with nothing changed: a backup whose files do not match its manifest, o
 deployment (unless ``allow_other_deployment``), of another backend or another schema, and a
 target that is not empty (tenants, operator accounts, or memories already there).
 
-What was erased or revoked after the backup is in the erasure ledger (``atlas_platform.ledger``,
+What was erased or revoked after the backup is in the tombstone log (``atlas_platform.tombstones``,
 never restored). ``deployment_reapply`` re-applies each of its entries after the backup's
 position: a forget is deleted again, an erasure runs again as a forget request of its own (with
 its receipt), a revoked token is revoked again. Keys: the cluster's own record of which keys
@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from atlas_platform.exceptions import Conflict
-from atlas_platform.ledger import Entry, ledger_since
+from atlas_platform.tombstones import Entry, tombstones_since
 from erasure.models import ForgetRequest
 from erasure.services import forget_request_execute
 from lifecycle.services.backup import applied_migrations
@@ -48,8 +48,8 @@ class RestoreRefused(Conflict):
 
 
 def deployment_restore(*, source: Path, allow_other_deployment: bool = False) -> dict[str, Any]:
-    """Restore the backup in ``source`` into this empty deployment, then re-apply the ledger;
-    the report (``reapplied``: one line per ledger entry)."""
+    """Restore the backup in ``source`` into this empty deployment, then re-apply the tombstone log;
+    the report (``reapplied``: one line per tombstone)."""
     manifest = manifest_read(source)
     _check_target(manifest, allow_other_deployment=allow_other_deployment)
     memory_store_restore(source=source, detail=manifest["store"])
@@ -63,7 +63,7 @@ def deployment_restore(*, source: Path, allow_other_deployment: bool = False) ->
             tenant=None,
             metadata={
                 "name": manifest["name"],
-                "ledger_position": manifest["ledger_position"],
+                "tombstone_position": manifest["tombstone_position"],
                 "reapplied": len(report["reapplied"]),
                 "keys_invalidated": len(report["keys_invalidated"]),
             },
@@ -72,11 +72,11 @@ def deployment_restore(*, source: Path, allow_other_deployment: bool = False) ->
 
 
 def deployment_reapply(*, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Re-apply every ledger entry after the backup's position (idempotent: a restore that
+    """Re-apply every tombstone after the backup's position (idempotent: a restore that
     stopped half-way is finished by running this again, ``atlas_restore --reapply``)."""
     reapplied = [
         {"seq": entry.seq, "kind": entry.kind, "at": entry.at.isoformat(), **_reapply(entry)}
-        for entry in ledger_since(int(manifest["ledger_position"]))
+        for entry in tombstones_since(int(manifest["tombstone_position"]))
     ]
     keys = cluster_keys_reconcile()
     return {
@@ -157,7 +157,7 @@ def _erase_again(entry: Entry) -> dict[str, Any]:
         return {"outcome": "tenant not in the backup"}
     user = _user(fields["user"])
     ids = fields["memory_ids"]
-    label = f"restore: ledger entry {entry.seq} (forget request {fields['forget_request']})"
+    label = f"restore: tombstone {entry.seq} (forget request {fields['forget_request']})"
     with transaction.atomic():
         request = ForgetRequest.objects.create(
             tenant=tenant,
@@ -179,7 +179,7 @@ def _erase_again(entry: Entry) -> dict[str, Any]:
             tenant=tenant,
             subject_user=user,
             target=request,
-            metadata={"forget_request_id": request.pk, "ledger_seq": entry.seq},
+            metadata={"forget_request_id": request.pk, "tombstone_seq": entry.seq},
         )
     done = forget_request_execute(request_id=request.pk)
     receipt = (done.receipt or {}) if done is not None else {}
@@ -204,7 +204,7 @@ def _revoke_again(entry: Entry) -> dict[str, Any]:
                 tenant=token.tenant,
                 subject_user=token.user,
                 target=token,
-                metadata={"lookup": token.lookup, "ledger_seq": entry.seq},
+                metadata={"lookup": token.lookup, "tombstone_seq": entry.seq},
             )
             revoked += 1
     return {"outcome": "revoked again" if revoked else "not live in the backup", "revoked": revoked}

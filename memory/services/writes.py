@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
-from atlas_platform.ledger import ledger_record
+from atlas_platform.tombstones import tombstone_record
 from memory.engine.base import EngineError
 from memory.engine.types import MemoryDoc
 from memory.services.common import (
@@ -419,8 +419,8 @@ def memory_forget(*, user: User, memory_id: str) -> None:
         doc = backend().get(user_read_scope(user), memory_id)
         if doc is None or doc.user_id != user.memory_id:
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
-        # First in the ledger (outside every backup): a restore must not bring it back.
-        ledger_record(
+        # First in the tombstone log (outside every backup): a restore must not bring it back.
+        tombstone_record(
             "memory.forget", tenant=user.tenant.memory_id, user=user.memory_id, memory_ids=[doc.id]
         )
         backend().delete(doc)

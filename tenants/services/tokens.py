@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from atlas_platform.exceptions import AuthenticationFailed, Conflict, ValidationError
-from atlas_platform.ledger import ledger_record
+from atlas_platform.tombstones import tombstone_record
 from tenants.models import PlatformToken, Tenant, User
 from tenants.services.audit import audit_record
 from tenants.services.validation import validate
@@ -87,8 +87,8 @@ def token_issue(
 
 def token_revoke(*, token: PlatformToken) -> PlatformToken:
     """Revoke a token; it is refused from the next request on (and after any restore: the
-    erasure ledger keeps the revocation)."""
-    ledger_record("token.revoke", lookup=token.lookup)
+    tombstone log keeps the revocation)."""
+    tombstone_record("token.revoke", lookup=token.lookup)
     with transaction.atomic():
         token = PlatformToken.objects.select_for_update().get(pk=token.pk)
         if token.revoked_at is not None:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from elasticsearch import Elasticsearch
 
 from atlas_platform.exceptions import AuthenticationFailed, NotFound, ValidationError
-from atlas_platform.ledger import ledger_since
+from atlas_platform.tombstones import tombstones_since
 from erasure.models import ForgetRequest
 from erasure.services import forget_request_execute
 from lifecycle.services.backup import deployment_backup
@@ -67,7 +67,7 @@ def erase_user(user: User) -> ForgetRequest:
 
 
 def lose_everything(kind: str, tmp_path: Path, settings: Any) -> None:
-    """The disaster: an empty database, an empty store (the ledger survives: it lives apart)."""
+    """The disaster: an empty database, an empty store (the tombstone log lives apart)."""
     call_command("flush", interactive=False, verbosity=0)
     if kind == "embedded":
         settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "new-memory.sqlite3")
@@ -158,8 +158,8 @@ def test_a_restore_brings_back_what_was_acknowledged_and_nothing_that_was_erased
         else:
             assert sorted(hits(user, query)) == sorted(expected)
     assert AuditEvent.objects.filter(action="deployment.restore").count() == 1
-    # Nothing of the erased text is in the ledger.
-    assert "Lisbon" not in repr(ledger_since(0))
+    # Nothing of the erased text is in the tombstone log.
+    assert "Lisbon" not in repr(tombstones_since(0))
 
 
 def test_it_refuses_a_target_that_is_not_empty_and_a_corrupt_backup(

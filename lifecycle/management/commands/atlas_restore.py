@@ -18,7 +18,7 @@ from lifecycle.services.restore import deployment_reapply, deployment_restore
 class Command(BaseCommand):
     help = (
         "Restore the backup in DIR into this empty deployment and re-apply the erasure "
-        "ledger's entries made since; prints the report (each re-applied entry)."
+        "tombstones made since; prints the report (each re-applied entry)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--reapply",
             action="store_true",
-            help="Only re-apply the ledger onto an already restored deployment (a restore "
+            help="Only re-apply the tombstone log onto an already restored deployment (a restore "
             "that stopped after its data was back).",
         )
 

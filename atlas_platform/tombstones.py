@@ -1,10 +1,10 @@
-"""The erasure ledger: what was erased or revoked, kept outside every store a backup restores.
+"""The tombstone log: what was erased or revoked, kept outside every store a backup restores.
 
 A restore brings back the database and the memory store as they were when the backup was
 taken. Whatever was forgotten, erased or revoked after that moment would come back with them;
-this ledger is how the restore knows to take it out again (``lifecycle.services.restore``).
+this tombstone log is how the restore knows to take it out again (``lifecycle.services.restore``).
 
-It is an append-only SQLite file of its own (``ATLAS_LEDGER_PATH``), never part of a backup
+It is an append-only SQLite file of its own (``ATLAS_TOMBSTONES_PATH``), never part of a backup
 and never written by a restore, so it outlives them. Entries are content-free: ids, counts
 and times, never a memory's text. Kinds:
 
@@ -13,7 +13,7 @@ and times, never a memory's text. Kinds:
   ``delete_user``, ``forget_request``: a forget request's job, recorded before its receipt.
 - ``token.revoke``: ``lookup``: a platform token revoked.
 
-A backup's manifest records ``ledger_position()`` (taken before anything is copied); a
+A backup's manifest records ``tombstone_position()`` (taken before anything is copied); a
 restore re-applies every entry after it (re-applying is idempotent).
 """
 
@@ -40,15 +40,15 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS entries (
 
 
 class LedgerUnavailable(Unavailable):
-    """The ledger file could not be read or written."""
+    """The tombstone log file could not be read or written."""
 
     code = "ledger_unavailable"
-    public_message = "The erasure ledger is unavailable; try again."
+    public_message = "The tombstone log is unavailable; try again."
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One ledger line: its position, when, what kind, and its content-free fields."""
+    """One tombstone log line: its position, when, what kind, and its content-free fields."""
 
     seq: int
     at: datetime
@@ -57,7 +57,7 @@ class Entry:
 
 
 def _connect() -> sqlite3.Connection:
-    path = Path(settings.ATLAS_LEDGER_PATH)
+    path = Path(settings.ATLAS_TOMBSTONES_PATH)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=5.0, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -66,7 +66,7 @@ def _connect() -> sqlite3.Connection:
     return conn
 
 
-def ledger_record(kind: str, **fields: Any) -> int:
+def tombstone_record(kind: str, **fields: Any) -> int:
     """Append one entry (ids only, never text); its position."""
     try:
         with closing(_connect()) as conn:
@@ -75,21 +75,21 @@ def ledger_record(kind: str, **fields: Any) -> int:
                 (datetime.now(UTC).isoformat(), kind, json.dumps(fields, sort_keys=True)),
             ).fetchone()
     except sqlite3.Error as exc:
-        raise LedgerUnavailable(f"erasure ledger: {exc}") from exc
+        raise LedgerUnavailable(f"tombstone log: {exc}") from exc
     return int(row[0])
 
 
-def ledger_position() -> int:
+def tombstone_position() -> int:
     """The position of the newest entry (0: none yet)."""
     try:
         with closing(_connect()) as conn:
             (seq,) = conn.execute("SELECT coalesce(max(seq), 0) FROM entries").fetchone()
     except sqlite3.Error as exc:
-        raise LedgerUnavailable(f"erasure ledger: {exc}") from exc
+        raise LedgerUnavailable(f"tombstone log: {exc}") from exc
     return int(seq)
 
 
-def ledger_since(position: int) -> list[Entry]:
+def tombstones_since(position: int) -> list[Entry]:
     """Every entry after ``position``, oldest first."""
     try:
         with closing(_connect()) as conn:
@@ -98,7 +98,7 @@ def ledger_since(position: int) -> list[Entry]:
                 (position,),
             ).fetchall()
     except sqlite3.Error as exc:
-        raise LedgerUnavailable(f"erasure ledger: {exc}") from exc
+        raise LedgerUnavailable(f"tombstone log: {exc}") from exc
     return [
         Entry(seq=seq, at=datetime.fromisoformat(at), kind=kind, fields=json.loads(fields))
         for seq, at, kind, fields in rows
