@@ -51,6 +51,14 @@ class ForgetRequest(models.Model):
     delete_user_record = models.BooleanField(default=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     reason = models.TextField(blank=True)  # why it was rejected, or why it failed
+    # Why the erasure is asked for, and the ticket it answers (required of operators).
+    justification = models.TextField(blank=True)
+    ticket = models.CharField(max_length=200, blank=True)
+    # The dry runs (erasure.services.preview): counts, span, ids' count and hash, no text.
+    preview_at_open = models.JSONField(null=True, blank=True)
+    preview_approved = models.JSONField(null=True, blank=True)
+    # A query scope's trace once its text is wiped (the normalised query's SHA-256).
+    query_sha256 = models.CharField(max_length=64, blank=True)
     requested_by_type = models.CharField(max_length=16)  # operator | token
     requested_by_id = models.CharField(max_length=64)
     requested_by_label = models.CharField(max_length=200)

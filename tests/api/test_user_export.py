@@ -94,11 +94,15 @@ def fill(user: User, peer: User, admin: Any) -> None:
     ScopedKey.objects.create(
         user=user, key_id=f"key-{user.external_id}", key_name="k", encrypted_secret="x"
     )
-    forget_request_open(user=user, by=token, scope="query", query="bees")
+    forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=user, by=token, scope="query", query="bees"
+    )
     operator_scope = scope_for(admin.account)
     assert operator_scope is not None
     operator = OperatorPrincipal(admin.account, operator_scope)
-    forget_request_open(user=user, by=operator, scope="user")
+    forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=user, by=operator, scope="user"
+    )
 
 
 @pytest.fixture

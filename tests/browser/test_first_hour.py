@@ -39,7 +39,14 @@ def test_the_first_hour_pages(
 ):
     secret_text = "Alice's passport number is X123"
     fact = memory_write(user=alice, text=secret_text, memory_type="semantic")
-    request = forget_request_open(user=alice, scope="ids", memory_ids=[fact.id], by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="ids",
+        memory_ids=[fact.id],
+        by=op(acme_admin),
+    )
     token_issue(tenant=acme, user=alice, name="support bot")
     page = signed_in(acme_admin)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
