@@ -268,7 +268,10 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "atlas_platform.logging.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "atlas_platform.logging.RequestIdFilter"},
+        "refusal_without_traceback": {"()": "atlas_platform.logging.RefusalWithoutTraceback"},
+    },
     "formatters": {"json": {"()": "atlas_platform.logging.JsonFormatter"}},
     "handlers": {
         "console": {
@@ -281,6 +284,7 @@ LOGGING = {
     "loggers": {
         "elastic_transport": {"level": "WARNING"},
         "django.db.backends": {"level": "INFO"},
+        "django.request": {"filters": ["refusal_without_traceback"]},
         "mcp.server.streamable_http": {"level": "WARNING"},  # an INFO line per MCP request
     },
 }

@@ -2,8 +2,8 @@
 
 What these rows may hold: memory ids, counts, labels of who asked and approved. Never the text
 of a memory. The one exception is a ``query`` scope's query text, which is itself potentially
-personal: it is kept only until the job resolves it into ids (or the request is rejected), then
-wiped from the row. Audit events never carry it.
+personal: it is kept only until it is resolved into ids at approval (or the request is
+rejected), then wiped from the row. Audit events never carry it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class ForgetRequest(models.Model):
 
     pending -> approved -> running -> done | failed (retry: failed -> approved); pending ->
     rejected. ``memory_ids`` are the targets: as listed (scope ``ids``), or the query's matches
-    resolved once when the job first starts (scope ``query``); empty for scope ``user``.
+    resolved once at approval (scope ``query``); empty for scope ``user``.
     """
 
     class Scope(models.TextChoices):

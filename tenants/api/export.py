@@ -48,6 +48,11 @@ class UserExportOut(serializers.Serializer[Any]):
 
     user = ExportUserOut()
     exported_at = serializers.DateTimeField()
+    about = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="What each section holds (every section is always present: an empty array "
+        "means Atlas holds nothing of that kind about the user).",
+    )
     counts = serializers.DictField(
         child=serializers.IntegerField(), help_text="Rows per section (written after them)."
     )
@@ -113,6 +118,7 @@ def _document(user: User, sections: list[tuple[ExportSection, Iterator[Any]]]) -
     head = {
         "user": ExportUserOut(user).data,
         "exported_at": serializers.DateTimeField().to_representation(timezone.now()),
+        "about": {section.name: section.help_text for section, _ in sections},
     }
     buffer = [encoder.encode(head)[:-1]]  # the opening object, left open
     size = len(buffer[0])

@@ -128,7 +128,8 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
 
     body = exported(response)
     names = [section.name for section in exports.export_sections()]
-    assert list(body) == ["user", "exported_at", *names, "counts"]
+    assert list(body) == ["user", "exported_at", "about", *names, "counts"]
+    assert list(body["about"]) == names and all(body["about"].values())
     for name in names:
         assert body[name], f"section {name} is empty"
         assert body["counts"][name] == len(body[name]), name
