@@ -29,7 +29,8 @@ Where text could survive, and why it does not:
 - ``ForgetRequest``: memory ids. A ``query`` scope's text is kept only until it is resolved into
   ids (at approval; requests approved before that resolved it when their job first started), or
   the request is rejected, then it is wiped from the row (its hash stays: ``query_sha256``). The
-  previews shown to operators are never stored, only their counts and ids' hash. It is never in audit events, API responses or logs;
+  previews shown to operators are never stored, only their counts and ids' hash. The query is
+  never in audit events, API responses or logs;
 - ``ErasureProgress`` and the receipt: ids and counts only;
 - idempotency records of the user (their tokens, and tenant tokens' requests on the user's
   paths) are deleted by every erasure, whatever its scope;

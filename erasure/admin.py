@@ -136,9 +136,9 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         "subject",
         "scope",
         "status",
-        "justification",
+        "request_reason",
         "ticket",
-        "reason",
+        "outcome_reason",
         "target_count",
         "previewed_at_open",
         "previewed_at_approval",
@@ -163,7 +163,7 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         if obj is None:
             return self.fields
         empty = {
-            "reason": not obj.reason,
+            "outcome_reason": not obj.reason,
             "query": not obj.query,
             "previewed_at_approval": obj.preview_approved is None,
             "previewed_at_open": obj.preview_at_open is None,
@@ -177,11 +177,11 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         return [f for f in self.fields if not empty.get(f, False)]
 
     @admin.display(description="reason for the erasure")
-    def justification(self, request: ForgetRequest) -> str:
+    def request_reason(self, request: ForgetRequest) -> str:
         return request.justification or "—"
 
     @admin.display(description="why it was rejected or failed")
-    def reason(self, request: ForgetRequest) -> str:
+    def outcome_reason(self, request: ForgetRequest) -> str:
         return request.reason
 
     @admin.display(description="previewed when opened")
@@ -419,7 +419,7 @@ class ForgetRequestAdmin(ScopedModelAdmin):
             "original": obj,
             "receipt": obj.receipt,
             "document": document,
-            "receipt_json": json.dumps(obj.receipt, indent=2),
+            "receipt_json": json.dumps(obj.receipt, indent=2, sort_keys=True),
         }
         return TemplateResponse(request, "admin/erasure/forgetrequest/receipt.html", context)
 

@@ -9,7 +9,6 @@ from django.urls import reverse
 from erasure.services import forget_request_open
 from tenants.models import Tenant
 from tenants.services.tenants import tenant_onboard
-from tests.api.conftest import store  # noqa: F401 - the embedded store
 from tests.erasure.test_services import op
 
 pytestmark = pytest.mark.django_db

@@ -10,14 +10,38 @@ import pytest
 from django.urls import reverse
 
 from agents.models import Agent
+from memory.services import bookkeeping
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent
 from tenants.services.audit import query_digest
-from tests.api.conftest import api, tenant_token, user_token  # noqa: F401 - api: fixture
-from tests.memory.admin.test_inspector import seeded, store  # noqa: F401 - fixtures
+from tests.api.conftest import tenant_token, user_token
 
 pytestmark = pytest.mark.django_db
 SECRET_QUERY = "where does Alice live now"
+
+
+@pytest.fixture
+def store(settings, tmp_path):
+    settings.ATLAS_MEMORY_BACKEND = "embedded"
+    settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+    yield
+    bookkeeping.drain()
+
+
+@pytest.fixture
+def seeded(store, alice):
+    old = memory_write(user=alice, text="Alice lives in Bristol", memory_type="semantic")
+    new = memory_write(
+        user=alice, text="Alice lives in Edinburgh", memory_type="semantic", supersedes=[old.id]
+    )
+    memory_write(
+        user=alice, text="How to reset the hub", memory_type="procedural", name="hub reset"
+    )
+    return {"old": old, "new": new}
+
+
+def export(client, token: str):
+    return client.get("/api/v1/users/alice/export", HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
 def reads(**filters) -> list[AuditEvent]:
@@ -92,11 +116,11 @@ def test_a_page_that_failed_to_read_writes_no_read_event(store, charlie, acme_cl
     assert reads() == []
 
 
-def test_every_export_is_an_event_of_the_token_that_exported(store, api, alice, acme):
+def test_every_export_is_an_event_of_the_token_that_exported(store, client, alice, acme):
     memory_write(user=alice, text="Alice's passport number is 123", memory_type="semantic")
     token = tenant_token(acme)
 
-    responses = [api.get("users/alice/export", token=token) for _ in range(2)]
+    responses = [export(client, token) for _ in range(2)]
 
     assert all(r.status_code == 200 for r in responses)
     events = reads(action="read.export")
@@ -109,8 +133,8 @@ def test_every_export_is_an_event_of_the_token_that_exported(store, api, alice, 
     assert disposition.endswith('.json"')
 
 
-def test_a_users_own_token_exporting_is_audited_too(store, api, alice):
-    api.get("users/alice/export", token=user_token(alice))
+def test_a_users_own_token_exporting_is_audited_too(store, client, alice):
+    assert export(client, user_token(alice)).status_code == 200
 
     assert [e.actor_label for e in reads(action="read.export")] == ["alice bot"]
 
