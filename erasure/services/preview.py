@@ -87,7 +87,7 @@ def preview_of(request: ForgetRequest, docs: list[MemoryDoc]) -> Preview:
         supporting = {e for d in chosen for e in d.supporting_episode_ids}
         picked = {d.id for d in chosen}
         chosen += [d for d in docs if d.id in supporting and d.id not in picked]
-    counts = dict.fromkeys(PERSONAL_TYPES, 0)
+    counts: dict[str, int] = dict.fromkeys(PERSONAL_TYPES, 0)
     for doc in chosen:
         counts[doc.memory_type] = counts.get(doc.memory_type, 0) + 1
     times = [d.created_at for d in chosen]

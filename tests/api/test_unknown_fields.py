@@ -3,6 +3,8 @@ check lives in ``atlas_platform.views.parsed``, so every app's endpoint inherits
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memory.selectors import memory_page
@@ -51,20 +53,20 @@ def test_an_unknown_nested_field_names_what_its_level_takes():
     from atlas_platform.exceptions import ValidationError
     from atlas_platform.views import parsed
 
-    class Inner(serializers.Serializer):
+    class Inner(serializers.Serializer[Any]):
         name = serializers.CharField()
         size = serializers.IntegerField()
 
-    class Outer(serializers.Serializer):
-        label = serializers.CharField()
+    class Outer(serializers.Serializer[Any]):
+        title = serializers.CharField()
         items = serializers.ListField(child=Inner())
 
     with pytest.raises(ValidationError) as refused:
-        parsed(Outer, {"label": "x", "colour": 1, "items": [{"name": "a", "weight": 2}]})
+        parsed(Outer, {"title": "x", "colour": 1, "items": [{"name": "a", "weight": 2}]})
 
     message = refused.value.message
     assert "Unknown fields: colour, items[0].weight." in message
-    assert "This request takes: items, label." in message
+    assert "This request takes: items, title." in message
     assert "items[0] takes: name, size." in message
 
 

@@ -74,7 +74,7 @@ def test_the_form_opens_a_request_prefilled_from_a_link(alice, acme_client):
     assert posted.status_code == 302 and request.memory_ids == ["m1", "m2", "m3"]
     assert request.requested_by_label == "acme-admin" and request.status == "pending"
     assert (request.justification, request.ticket) == (FORM["reason"], FORM["ticket"])
-    assert request.preview_at_open["total"] == 0  # m1..m3 match nothing stored
+    assert (request.preview_at_open or {}).get("total") == 0  # m1..m3 match nothing stored
 
 
 def test_the_form_refuses_another_tenants_user(charlie, acme_client):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -63,6 +64,7 @@ def test_preview_then_approve_erases_what_was_approved_and_the_receipt_verifies(
     )  # fmt: skip
     assert opened.status_code == 302, opened.content.decode()[-2000:]
     request = ForgetRequest.objects.get(user=alice)
+    assert request.preview_at_open is not None
     assert request.preview_at_open["counts"] == {"episodic": 1, "semantic": 2, "procedural": 0}
     assert "Baker" not in json.dumps(request.preview_at_open)
 
@@ -131,7 +133,7 @@ def test_preview_then_approve_erases_what_was_approved_and_the_receipt_verifies(
         call_command("receipt_verify", str(bad))
 
 
-def _sha256_of(receipt: dict) -> str:
+def _sha256_of(receipt: dict[str, Any]) -> str:
     import hashlib
 
     from erasure.services.receipts import canonical
