@@ -441,3 +441,35 @@ def test_a_request_that_is_not_approved_never_runs(alice, acme_admin):
 
     assert forget_request_execute(request_id=request.pk) is None
     assert backend().count(user_read_scope(alice))["semantic"] == 1
+
+
+def test_an_approval_of_a_stale_preview_is_refused_and_approving_fixes_the_targets(
+    alice, acme_admin, django_capture_on_commit_callbacks
+):
+    from erasure.services.preview import forget_request_dry_run
+
+    first = memory_write(user=alice, text="Alice's old phone is 0123", memory_type="semantic")
+    request = forget_request_open(
+        reason="asked", ticket="T-9", user=alice, scope="query", query="PHONE", by=op(acme_admin)
+    )
+    seen = forget_request_dry_run(request=request)
+    second = memory_write(user=alice, text="Alice's new phone is 0456", memory_type="semantic")
+
+    with pytest.raises(Conflict) as stale:
+        forget_request_approve(request=request, by=op(acme_admin), seen=seen.fingerprint)
+    request.refresh_from_db()
+    assert stale.value.code == "preview_changed" and request.status == "pending"
+
+    fresh = forget_request_dry_run(request=request)
+    with django_capture_on_commit_callbacks():
+        forget_request_approve(request=request, by=op(acme_admin), seen=fresh.fingerprint)
+    later = memory_write(user=alice, text="Alice's work phone is 0789", memory_type="semantic")
+    done = run(request)
+
+    # Exactly what was approved: the memory written after the approval stays.
+    assert sorted(done.memory_ids) == sorted([first.id, second.id])
+    assert done.receipt["previewed_at_approval"]["total"] == 2
+    assert done.receipt["previewed_at_open"]["total"] == 1
+    assert done.receipt["total_deleted"] == 2 and done.query == ""
+    assert backend().get(user_read_scope(alice), later.id) is not None
+    assert "phone" not in json.dumps(done.receipt).lower()
