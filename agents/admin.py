@@ -58,6 +58,7 @@ class MachinePresenceInline(PresenceInline):
 @admin.register(Agent, site=site)
 class AgentAdmin(ScopedModelAdmin):
     tenant_path = "user__tenant"
+    subject_path = "user"
     list_display = ["slug", "user", "display_name", "created_at"]
     list_select_related = ["user__tenant"]
     list_filter = [("user__tenant", admin.RelatedOnlyFieldListFilter)]
@@ -85,6 +86,7 @@ class AgentAdmin(ScopedModelAdmin):
 @admin.register(Machine, site=site)
 class MachineAdmin(ScopedModelAdmin):
     tenant_path = "user__tenant"
+    subject_path = "user"
     list_display = ["key", "label", "user", "os", "client_version", "last_seen_at"]
     list_select_related = ["user__tenant"]
     search_fields = ["key", "label", "user__external_id"]
@@ -97,6 +99,7 @@ class MachineAdmin(ScopedModelAdmin):
 @admin.register(Project, site=site)
 class ProjectAdmin(ScopedModelAdmin):
     tenant_path = "user__tenant"
+    subject_path = "user"
     list_display = ["name", "user", "remote", "team_visible", "created_at"]
     list_select_related = ["user__tenant"]
     list_filter = ["team_visible"]
@@ -109,6 +112,7 @@ class ProjectAdmin(ScopedModelAdmin):
 @admin.register(Session, site=site)
 class SessionAdmin(ScopedModelAdmin):
     tenant_path = "agent__user__tenant"
+    subject_path = "agent__user"
     list_display = ["external_id", "agent", "project", "started_at", "ended_at", "turns", "writes"]
     list_select_related = ["agent__user__tenant", "project"]
     list_filter = ["end_reason"]
@@ -140,6 +144,7 @@ class TransitionInline(ScopedInline):
 @admin.register(Task, site=site)
 class TaskAdmin(ScopedModelAdmin):
     tenant_path = "user__tenant"
+    subject_path = "user"
     list_display = ["id", "title", "user", "agent", "state", "version", "priority", "updated_at"]
     list_select_related = ["user__tenant", "agent"]
     list_filter = ["state", "priority"]
@@ -167,6 +172,7 @@ class TaskAdmin(ScopedModelAdmin):
 @admin.register(Message, site=site)
 class MessageAdmin(ScopedModelAdmin):
     tenant_path = "sender__user__tenant"
+    subject_path = "sender__user"
     list_display = ["id", "sender", "recipient", "kind", "priority", "subject", "created_at"]
     list_select_related = ["sender__user__tenant", "recipient__user"]
     list_filter = ["kind", "priority"]

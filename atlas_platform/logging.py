@@ -46,6 +46,17 @@ ACCESS_LOGGERS = ("uvicorn.access",)
 PRIVATE_QUERY_PREFIXES = ("/admin/",)  # operator pages: a search box's text rides in the URL
 
 
+class RefusalWithoutTraceback(logging.Filter):
+    """``django.request``'s line for a refused request (403: a role without the right, a
+    CSRF failure) keeps its one line and drops the traceback: a refusal is the product
+    working, not an error to debug. Other statuses are untouched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) == 403:
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 class AccessLogRedaction(logging.Filter):
     """Drop the query string of operator pages from access-log lines: the memory inspector's
     recall text (``?q=``), a changelist search or filter value would otherwise be written to

@@ -60,6 +60,9 @@ ATLAS_ENCRYPTION_KEYS = [
     ).split(",")
     if k.strip()
 ]
+# HMAC-SHA256 key that signs erasure receipts (``manage.py receipt_verify FILE`` checks one).
+# Keep it apart from SECRET_KEY: rotating that must not void every receipt ever issued.
+ATLAS_RECEIPT_KEY = _required("ATLAS_RECEIPT_KEY", "") or _dev_secret("receipt_key", "token")
 DEBUG = env.bool("DJANGO_DEBUG", default=not PRODUCTION)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost"])
 if PRODUCTION and not ALLOWED_HOSTS:
@@ -271,7 +274,10 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "atlas_platform.logging.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "atlas_platform.logging.RequestIdFilter"},
+        "refusal_without_traceback": {"()": "atlas_platform.logging.RefusalWithoutTraceback"},
+    },
     "formatters": {"json": {"()": "atlas_platform.logging.JsonFormatter"}},
     "handlers": {
         "console": {
@@ -284,6 +290,7 @@ LOGGING = {
     "loggers": {
         "elastic_transport": {"level": "WARNING"},
         "django.db.backends": {"level": "INFO"},
+        "django.request": {"filters": ["refusal_without_traceback"]},
         "mcp.server.streamable_http": {"level": "WARNING"},  # an INFO line per MCP request
     },
 }
@@ -403,6 +410,16 @@ ATLAS_SUPERSEDE_HARSH_PENALTY = env.float("ATLAS_SUPERSEDE_HARSH_PENALTY", defau
 ATLAS_ERASURE_QUEUE = env.str("ATLAS_ERASURE_QUEUE", default=CELERY_TASK_DEFAULT_QUEUE)
 ATLAS_ERASURE_PAGE_SIZE = env.int("ATLAS_ERASURE_PAGE_SIZE", default=500)
 ATLAS_ERASURE_LEASE_S = env.int("ATLAS_ERASURE_LEASE_S", default=300)
+# Four eyes: a new tenant's forget requests need a second operator to approve them. A
+# single-operator deployment sets this off (each tenant's own setting can still be changed).
+ATLAS_ERASURE_FOUR_EYES = env.bool("ATLAS_ERASURE_FOUR_EYES", default=True)
+# The approval preview: at most this many texts of what would be erased are shown.
+ATLAS_ERASURE_PREVIEW_SAMPLE = env.int("ATLAS_ERASURE_PREVIEW_SAMPLE", default=5)
+
+# Reads of a named person's data by an operator or token are audited; the same actor reading
+# the same thing again within this many seconds writes no further event (a burst of inspector
+# pages is one event). 0: every read is an event.
+ATLAS_AUDIT_READ_WINDOW_S = env.int("ATLAS_AUDIT_READ_WINDOW_S", default=300)
 
 # Coding agents (agents/). Presence is active while heartbeats are younger than IDLE_S (and a
 # session is open), idle until OFFLINE_S, offline after. Applied client operations (the replay

@@ -56,16 +56,32 @@ def parsed(serializer_class: type[serializers.Serializer[Any]], data: Any) -> di
     serializer = serializer_class(data=data)
     unknown = unknown_fields(serializer, data)
     if unknown:
-        known = ", ".join(sorted(serializer.fields))
         raise ValidationError(
             f"Unknown field{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
-            f"This request takes: {known}.",
+            + " ".join(_accepted(serializer, unknown)),
             code="unknown_field",
             # the shape of DRF's field errors: {field: [messages]}
             **{name: ["Unknown field."] for name in unknown},
         )
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def _accepted(serializer: serializers.Serializer[Any], unknown: list[str]) -> list[str]:
+    """Per level an unknown field sits at, the fields that level takes: "This request takes:
+    ..." at the top, "steps[0] takes: ..." inside a nested object."""
+    sentences: dict[str, str] = {}
+    for path in unknown:
+        parent = path.rpartition(".")[0]
+        fields: Any = serializer.fields
+        for part in parent.split(".") if parent else []:
+            field = fields.get(part.partition("[")[0])
+            nested = field if isinstance(field, serializers.Serializer) else None
+            nested = nested or getattr(field, "child", None)
+            fields = nested.fields if isinstance(nested, serializers.Serializer) else {}
+        where = f"{parent} takes" if parent else "This request takes"
+        sentences.setdefault(parent, f"{where}: {', '.join(sorted(fields)) or 'nothing'}.")
+    return list(sentences.values())
 
 
 def unknown_fields(serializer: serializers.Serializer[Any], data: Any, at: str = "") -> list[str]:

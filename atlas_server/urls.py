@@ -17,6 +17,20 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
     return not_found(request, Exception())
 
 
+# The tab icon browsers ask for on every page (an "A" on Atlas blue): no 404 in every log.
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<rect width="32" height="32" rx="6" fill="#1f5f8b"/>'
+    '<path d="M9 25 16 7l7 18M11.8 18h8.4" stroke="#fff" stroke-width="3" fill="none"/></svg>'
+)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(FAVICON, content_type="image/svg+xml")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 PUBLIC = {"authentication_classes": [], "permission_classes": [AllowAny]}
 
 handler404 = "atlas_platform.api.not_found"  # JSON under /api/
@@ -35,6 +49,7 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="api-schema", **PUBLIC),
         name="api-docs",
     ),
+    path("favicon.ico", favicon, name="favicon"),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),

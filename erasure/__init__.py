@@ -1,8 +1,10 @@
 """Erasure: operator forget requests that erase memories at scale.
 
-Flow: ``forget_request_open`` (an operator of the tenant, or a token that may act for the
-user) -> ``forget_request_approve`` / ``_reject`` (tenant or platform admins; auditors never)
--> the ``erasure.run`` Celery task, queued on ``ATLAS_ERASURE_QUEUE`` after the commit ->
+Flow: ``forget_request_open`` (an operator of the tenant, with a reason and a ticket reference,
+or a token that may act for the user; its dry run is kept: ``preview_at_open``) ->
+``forget_request_approve`` / ``_reject`` (tenant or platform admins; auditors never; under four
+eyes, on by default for a new tenant, never the operator who opened it) -> the ``erasure.run``
+Celery task, queued on ``ATLAS_ERASURE_QUEUE`` after the commit ->
 ``forget_request_execute``: ``done`` with a receipt, or ``failed`` with a reason
 (``forget_request_retry`` sends it back to approved; the job resumes where it stopped).
 
@@ -13,12 +15,22 @@ journal the page's ids, delete them in bulk, count them; then verify that a coun
 finds nothing left, purge the user's stored API responses (``IdempotencyRecord``: they quote
 memory text) and, if asked, invalidate the user's cluster key and delete the user record.
 
+The dry run (``services/preview.py``): counts per memory type, the time span and a bounded
+sample of texts, shown when the request is opened and on the approval page, taken again when the
+approval is posted. If the targeted ids changed since the approver looked, nothing is approved
+and the new preview is shown. Approving fixes the targets (a query resolved into ids, its text
+wiped); the job erases exactly those. The receipt keeps both previews (counts, span, the ids'
+hash) beside what was erased, and is downloadable signed (``services/receipts.py``, HMAC-SHA256
+under ``ATLAS_RECEIPT_KEY``; ``manage.py receipt_verify FILE``).
+
 Where text could survive, and why it does not:
 
 - audit events: ids, counts and flags only (memory writes' events hold ids and kinds too);
-- ``ForgetRequest``: memory ids. A ``query`` scope's text is kept only until the job resolves it
-  into ids (once, on the first start; the ids are stored), or the request is rejected, then it is
-  wiped from the row. It is never in audit events, API responses or logs;
+- ``ForgetRequest``: memory ids. A ``query`` scope's text is kept only until it is resolved into
+  ids (at approval; requests approved before that resolved it when their job first started), or
+  the request is rejected, then it is wiped from the row (its hash stays: ``query_sha256``). The
+  previews shown to operators are never stored, only their counts and ids' hash. The query is
+  never in audit events, API responses or logs;
 - ``ErasureProgress`` and the receipt: ids and counts only;
 - idempotency records of the user (their tokens, and tenant tokens' requests on the user's
   paths) are deleted by every erasure, whatever its scope;

@@ -14,24 +14,26 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from atlas_platform.exceptions import AtlasError
-from erasure.models import ErasureProgress, ForgetRequest
-from erasure.selectors import forget_request_preview
+from erasure.models import ForgetRequest
 from erasure.services import (
     OperatorPrincipal,
     forget_request_approve,
+    forget_request_may_approve,
     forget_request_open,
     forget_request_reject,
     forget_request_retry,
 )
+from erasure.services.preview import Preview, forget_request_dry_run
+from erasure.services.receipts import receipt_document
 from memory.admin.inspector import register_forget_handoff
-from tenants.admin.base import ReadOnlyInline, ScopedForm, ScopedModelAdmin
+from tenants.admin.base import ScopedForm, ScopedModelAdmin
 from tenants.admin.site import site
 from tenants.models import User
 from tenants.scoping import OperatorScope
@@ -71,6 +73,16 @@ class ForgetRequestForm(ScopedForm):
         max_length=500,
         help_text="Scope 'query': a phrase (case-insensitive). Wiped once resolved into ids.",
     )
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Why the memories are erased (the subject's request, a retention rule, ...).",
+    )
+    ticket = forms.CharField(
+        label="Ticket reference",
+        max_length=200,
+        help_text="The ticket or case this erasure answers (it goes on the receipt).",
+    )
     include_supporting_episodes = forms.BooleanField(
         required=False, help_text="Also erase the episodes that supported erased facts."
     )
@@ -88,12 +100,16 @@ class RejectForm(forms.Form):
     reason = forms.CharField(max_length=2000)
 
 
-class ErasureProgressInline(ReadOnlyInline):
-    model = ErasureProgress
-    verbose_name = "index"
-    verbose_name_plural = "erasure progress per index"
-    fields = ("kind", "deleted", "pages", "done", "remaining", "updated_at")
-    readonly_fields = fields
+def preview_summary(record: dict[str, Any] | None) -> str:
+    """One line of a stored dry run: counts per memory type and the time span."""
+    if not record:
+        return "—"
+    counts = ", ".join(f"{kind} {n}" for kind, n in record.get("counts", {}).items() if n)
+    span = record.get("span") or {}
+    when = ""
+    if span.get("first"):
+        when = f"; stored {span['first'][:10]} to {span['last'][:10]}"
+    return f"{record.get('total', 0)} memories ({counts or 'none'}){when}"
 
 
 @admin.register(ForgetRequest, site=site)
@@ -120,8 +136,12 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         "subject",
         "scope",
         "status",
-        "reason",
+        "request_reason",
+        "ticket",
+        "outcome_reason",
         "target_count",
+        "previewed_at_open",
+        "previewed_at_approval",
         "query",
         "include_supporting_episodes",
         "delete_user_record",
@@ -136,15 +156,41 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         "receipt_link",
     )
     readonly_fields = fields
-    inlines = [ErasureProgressInline]
     actions = ["retry_failed"]
 
-    def get_inlines(self, request: HttpRequest, obj: ForgetRequest | None) -> list[Any]:
-        # Progress rows exist once the job has started: before that the inline would be an
-        # empty bar under the request.
-        if obj is None or not obj.progress.exists():
-            return []
-        return list(self.inlines)
+    def get_fields(self, request: HttpRequest, obj: ForgetRequest | None = None) -> Any:
+        """Only the fields that say something about this request: no row of dashes."""
+        if obj is None:
+            return self.fields
+        empty = {
+            "outcome_reason": not obj.reason,
+            "query": not obj.query,
+            "previewed_at_approval": obj.preview_approved is None,
+            "previewed_at_open": obj.preview_at_open is None,
+            "decided_at": obj.decided_at is None,
+            "started_at": obj.started_at is None,
+            "finished_at": obj.finished_at is None,
+            "verified": obj.verified is None,
+            "receipt_link": obj.receipt is None,
+            "retry_count": not obj.retry_count,
+        }
+        return [f for f in self.fields if not empty.get(f, False)]
+
+    @admin.display(description="reason for the erasure")
+    def request_reason(self, request: ForgetRequest) -> str:
+        return request.justification or "—"
+
+    @admin.display(description="why it was rejected or failed")
+    def outcome_reason(self, request: ForgetRequest) -> str:
+        return request.reason
+
+    @admin.display(description="previewed when opened")
+    def previewed_at_open(self, request: ForgetRequest) -> str:
+        return preview_summary(request.preview_at_open)
+
+    @admin.display(description="previewed when approved")
+    def previewed_at_approval(self, request: ForgetRequest) -> str:
+        return preview_summary(request.preview_approved)
 
     @admin.display(description="user")
     def subject(self, request: ForgetRequest) -> str:
@@ -163,7 +209,7 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         if request.scope == ForgetRequest.Scope.USER:
             return "all of the user's memories"
         if request.scope == ForgetRequest.Scope.QUERY and not request.targets_resolved:
-            return "resolved when the job starts"
+            return "the query's matches (fixed when approved)"
         return f"{len(request.memory_ids)} id(s)"
 
     @admin.display(description="receipt")
@@ -171,7 +217,12 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         if request.receipt is None:
             return "—"
         url = reverse("admin:erasure_forgetrequest_receipt", args=[request.pk])
-        return format_html('<a href="{}">View receipt</a>', url)
+        download = reverse("admin:erasure_forgetrequest_receipt_json", args=[request.pk])
+        return format_html(
+            '<a href="{}">View receipt</a> · <a href="{}" download>Download signed JSON</a>',
+            url,
+            download,
+        )
 
     # --- the open-request form ---------------------------------------------------------------
     def add_form_initial(self, request: HttpRequest) -> dict[str, Any]:
@@ -192,6 +243,8 @@ class ForgetRequestAdmin(ScopedModelAdmin):
             query=data["query"],
             include_supporting_episodes=data["include_supporting_episodes"],
             delete_user_record=data["delete_user_record"],
+            reason=data["reason"],
+            ticket=data["ticket"],
             by=self._principal(request),
         )
         self.message_user(request, f"Opened forget request {opened.pk}.", messages.SUCCESS)
@@ -212,6 +265,12 @@ class ForgetRequestAdmin(ScopedModelAdmin):
             view("reject", self.reject_view),
             view("retry", self.retry_view),
             view("receipt", self.receipt_view),
+            path(
+                "<int:pk>/receipt.json",
+                self.admin_site.admin_view(self.receipt_json_view),
+                name="erasure_forgetrequest_receipt_json",
+            ),
+            view("progress", self.progress_view),
             *super().get_urls(),
         ]
 
@@ -223,12 +282,46 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         obj = self._reachable(request, object_id)
+        can_act = self.has_act_permission(request, obj)
+        principal = self._principal(request)
+        pending = obj.status == ForgetRequest.Status.PENDING
+        preview, problem = self._dry_run(obj) if pending and can_act else (None, "")
         context = {
             **(extra_context or {}),
-            "can_decide": self.has_act_permission(request, obj),
+            "can_decide": can_act,
+            "can_approve": can_act and forget_request_may_approve(request=obj, by=principal),
+            "own_request": pending
+            and obj.tenant.erasure_requires_second_operator
+            and obj.requested_by_type == "operator"
+            and obj.requested_by_id == str(request.user.pk),
             "reject_form": RejectForm(),
+            "preview": preview,
+            "preview_problem": problem,
+            "progress": list(obj.progress.order_by("id")),
+            "in_progress": obj.status
+            in (ForgetRequest.Status.APPROVED, ForgetRequest.Status.RUNNING),
         }
         return super().change_view(request, object_id, form_url, context)
+
+    def _dry_run(self, obj: ForgetRequest) -> tuple[Preview | None, str]:
+        try:
+            return forget_request_dry_run(request=obj), ""
+        except AtlasError as exc:
+            return None, exc.public[0]
+
+    def progress_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The job's state as JSON: what the change page polls while the job runs."""
+        obj = self._reachable(request, pk)
+        return JsonResponse(
+            {
+                "status": obj.status,
+                "status_display": obj.get_status_display(),
+                "indices": [
+                    {"kind": p.kind, "deleted": p.deleted, "done": p.done, "remaining": p.remaining}
+                    for p in obj.progress.order_by("id")
+                ],
+            }
+        )
 
     def _reachable(self, request: HttpRequest, pk: Any) -> ForgetRequest:
         """The request if it is in the operator's scope; another tenant's is not found."""
@@ -255,31 +348,41 @@ class ForgetRequestAdmin(ScopedModelAdmin):
             self.message_user(request, f"Not {verb}: {exc.message}", messages.ERROR)
         else:
             self.message_user(request, f"Forget request {pk} {verb}.", messages.SUCCESS)
+        return self._back(pk)
+
+    def _back(self, pk: int) -> HttpResponse:
         return HttpResponseRedirect(reverse("admin:erasure_forgetrequest_change", args=[pk]))
 
     def approve_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         """A confirmation step first (what would be erased, counted per index), then the
         decision: only a POST with ``confirm`` approves."""
-        if request.method == "POST" and request.POST.get("confirm") == "yes":
-            return self._decide(
-                request, pk, lambda obj, by: forget_request_approve(request=obj, by=by), "approved"
-            )
         obj = self._reachable(request, pk)
         if not self.has_act_permission(request, obj):
             raise PermissionDenied
-        try:
-            counts = forget_request_preview(request=obj)
-        except AtlasError as exc:
-            counts, problem = None, exc.public[0]
-        else:
-            problem = ""
+        if not forget_request_may_approve(request=obj, by=self._principal(request)):
+            # Not offered (the opener under four eyes, or no longer pending): say why.
+            return self._decide(
+                request, pk, lambda o, by: forget_request_approve(request=o, by=by), "approved"
+            )
+        seen = request.POST.get("preview", "")
+        if request.method == "POST" and request.POST.get("confirm") == "yes" and seen:
+            try:
+                forget_request_approve(request=obj, by=self._principal(request), seen=seen)
+            except AtlasError as exc:
+                if exc.code != "preview_changed":
+                    self.message_user(request, f"Not approved: {exc.message}", messages.ERROR)
+                    return self._back(pk)
+                self.message_user(request, exc.message, messages.WARNING)
+            else:
+                self.message_user(request, f"Forget request {pk} approved.", messages.SUCCESS)
+                return self._back(pk)
+        preview, problem = self._dry_run(obj)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Approve forget request {obj.pk}?",
             "opts": self.opts,
             "original": obj,
-            "counts": counts,
-            "total": sum(counts.values()) if counts else None,
+            "preview": preview,
             "problem": problem,
             "four_eyes": obj.tenant.erasure_requires_second_operator,
         }
@@ -308,15 +411,28 @@ class ForgetRequestAdmin(ScopedModelAdmin):
         obj = self._reachable(request, pk)
         if obj.receipt is None:
             raise Http404("This request has no receipt yet.")
+        document = receipt_document(request=obj)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Receipt of forget request {obj.pk}",
             "opts": self.opts,
             "original": obj,
             "receipt": obj.receipt,
-            "receipt_json": json.dumps(obj.receipt, indent=2),
+            "document": document,
+            "receipt_json": json.dumps(obj.receipt, indent=2, sort_keys=True),
         }
         return TemplateResponse(request, "admin/erasure/forgetrequest/receipt.html", context)
+
+    def receipt_json_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The signed receipt as a file (``manage.py receipt_verify FILE`` checks it)."""
+        obj = self._reachable(request, pk)
+        if obj.receipt is None:
+            raise Http404("This request has no receipt yet.")
+        body = json.dumps(receipt_document(request=obj), indent=2, ensure_ascii=False)
+        response = HttpResponse(body, content_type="application/json; charset=utf-8")
+        name = f"atlas-erasure-receipt-{obj.pk}.json"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
 
     @admin.action(description="Retry selected failed requests", permissions=["act"])
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[ForgetRequest]) -> None:

@@ -35,12 +35,13 @@ def register() -> None:
         "forget_requests",
         rows=lambda user: _requests(user, "token"),
         shape=ForgetRequestOut,
-        help_text="Forget requests opened for the user through the API, as "
-        "`GET .../forget-requests` shows them.",
+        help_text="Forget requests opened through the API (by the user's own token or a "
+        "tenant token), in full, as `GET .../forget-requests` shows them.",
     )
     register_export(
         "erasure_requests",
         rows=lambda user: _requests(user, "operator"),
         shape=ErasureRequestStatusOut,
-        help_text="Erasure requests operators opened about the user: their status only.",
+        help_text="Forget requests operators opened in the admin about the user: their "
+        "status only (the operators' notes are the operators' records).",
     )

@@ -2,8 +2,8 @@
 
 What these rows may hold: memory ids, counts, labels of who asked and approved. Never the text
 of a memory. The one exception is a ``query`` scope's query text, which is itself potentially
-personal: it is kept only until the job resolves it into ids (or the request is rejected), then
-wiped from the row. Audit events never carry it.
+personal: it is kept only until it is resolved into ids at approval (or the request is
+rejected), then wiped from the row. Audit events never carry it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class ForgetRequest(models.Model):
 
     pending -> approved -> running -> done | failed (retry: failed -> approved); pending ->
     rejected. ``memory_ids`` are the targets: as listed (scope ``ids``), or the query's matches
-    resolved once when the job first starts (scope ``query``); empty for scope ``user``.
+    resolved once at approval (scope ``query``); empty for scope ``user``.
     """
 
     class Scope(models.TextChoices):
@@ -51,6 +51,14 @@ class ForgetRequest(models.Model):
     delete_user_record = models.BooleanField(default=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     reason = models.TextField(blank=True)  # why it was rejected, or why it failed
+    # Why the erasure is asked for, and the ticket it answers (required of operators).
+    justification = models.TextField(blank=True)
+    ticket = models.CharField(max_length=200, blank=True)
+    # The dry runs (erasure.services.preview): counts, span, ids' count and hash, no text.
+    preview_at_open = models.JSONField(null=True, blank=True)
+    preview_approved = models.JSONField(null=True, blank=True)
+    # A query scope's trace once its text is wiped (the normalised query's SHA-256).
+    query_sha256 = models.CharField(max_length=64, blank=True)
     requested_by_type = models.CharField(max_length=16)  # operator | token
     requested_by_id = models.CharField(max_length=64)
     requested_by_label = models.CharField(max_length=200)

@@ -6,8 +6,6 @@ from django.db.models import Count
 
 from atlas_platform.exceptions import NotFound
 from erasure.models import ForgetRequest
-from memory.selectors import memory_remaining_count
-from memory.types import PERSONAL_TYPES
 from tenants.models import Tenant, User
 
 
@@ -37,21 +35,6 @@ def forget_requests_for_user(
     more = len(page) > limit
     page = page[:limit]
     return page, (page[-1].pk if more else None)
-
-
-def forget_request_preview(*, request: ForgetRequest) -> dict[str, int] | None:
-    """What approving would erase, per index (memory type): counts only, never text, so a
-    reviewer who may not read the memories can still see the size of the decision. None for
-    a query scope (its matches are resolved by the job, which reads the texts)."""
-    user = request.user
-    if request.scope == ForgetRequest.Scope.QUERY or user is None:
-        return None
-    among = list(request.memory_ids) if request.scope == ForgetRequest.Scope.IDS else None
-    owner = {"tenant_id": user.memory_tenant_id, "user_id": user.memory_id}
-    return {
-        kind: memory_remaining_count(**owner, memory_type=kind, among=among)
-        for kind in PERSONAL_TYPES
-    }
 
 
 OPEN_STATUSES = (

@@ -44,6 +44,7 @@ class EdgeInline(ScopedInline):
 @admin.register(Entity, site=site)
 class EntityAdmin(ScopedModelAdmin):
     tenant_path = "user__tenant"
+    subject_path = "user"
     list_display = [
         "key",
         "title",
@@ -89,6 +90,7 @@ class EntityAdmin(ScopedModelAdmin):
 @admin.register(ReconcileRun, site=site)
 class ReconcileRunAdmin(ScopedModelAdmin):
     tenant_path = "user__tenant"
+    subject_path = "user"
     list_display = [
         "id",
         "project",

@@ -34,6 +34,12 @@ class Deployment(models.Model):
         return self.uid.hex
 
 
+def four_eyes_default() -> bool:
+    """A new tenant's four-eyes setting: on, unless the deployment has a single operator
+    (``ATLAS_ERASURE_FOUR_EYES=false``)."""
+    return bool(settings.ATLAS_ERASURE_FOUR_EYES)
+
+
 class Tenant(models.Model):
     """An organisation whose users' memories Atlas keeps apart from every other tenant's."""
 
@@ -101,7 +107,7 @@ class Tenant(models.Model):
         ),
     )
     erasure_requires_second_operator = models.BooleanField(
-        default=False,
+        default=four_eyes_default,
         help_text=(
             "Four eyes: a forget request must be approved by an operator other than the one "
             "who opened it."

@@ -152,12 +152,16 @@ def no_cluster(settings: Any) -> None:
 # --- named actors -----------------------------------------------------------------------------
 @pytest.fixture
 def acme(db: None) -> Tenant:
-    return Tenant.objects.create(slug="acme", name="Acme")
+    # The named tenants have one operator each: four eyes (on by default for a new tenant,
+    # tests/erasure/test_four_eyes.py) is turned on by the tests that are about it.
+    return Tenant.objects.create(slug="acme", name="Acme", erasure_requires_second_operator=False)
 
 
 @pytest.fixture
 def globex(db: None) -> Tenant:
-    return Tenant.objects.create(slug="globex", name="Globex")
+    return Tenant.objects.create(
+        slug="globex", name="Globex", erasure_requires_second_operator=False
+    )
 
 
 @pytest.fixture

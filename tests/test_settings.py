@@ -34,10 +34,17 @@ def boot(tmp_path: Path, code: str = "", **env: str) -> subprocess.CompletedProc
     )
 
 
-PROD = {"ATLAS_ENV": "production", "SECRET_KEY": "s" * 50, "ALLOWED_HOSTS": "atlas.example"}
+PROD = {
+    "ATLAS_ENV": "production",
+    "SECRET_KEY": "s" * 50,
+    "ALLOWED_HOSTS": "atlas.example",
+    "ATLAS_RECEIPT_KEY": "r" * 50,
+}
 
 
-@pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS", "ATLAS_ENCRYPTION_KEY"])
+@pytest.mark.parametrize(
+    "missing", ["SECRET_KEY", "ALLOWED_HOSTS", "ATLAS_ENCRYPTION_KEY", "ATLAS_RECEIPT_KEY"]
+)
 def test_production_refuses_to_start_without_a_required_secret(tmp_path, missing):
     env = {**PROD, "ATLAS_ENCRYPTION_KEY": Fernet.generate_key().decode()}
     env.pop(missing)
@@ -61,6 +68,7 @@ def test_production_starts_with_secrets_from_files(tmp_path):
         ALLOWED_HOSTS="atlas.example",
         SECRET_KEY_FILE=str(secret_file),
         ATLAS_ENCRYPTION_KEY_FILE=str(key_file),
+        ATLAS_RECEIPT_KEY_FILE=str(secret_file),
     )
 
     assert result.returncode == 0, result.stderr

@@ -12,7 +12,12 @@ from rest_framework import serializers
 
 from atlas_platform.serializers import StrictCharField
 from erasure.models import ForgetRequest
-from erasure.services.requests import MAX_IDS, MAX_QUERY_CHARS
+from erasure.services.requests import (
+    MAX_IDS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_TICKET_CHARS,
+)
 
 
 class ForgetRequestIn(serializers.Serializer[Any]):
@@ -42,6 +47,17 @@ class ForgetRequestIn(serializers.Serializer[Any]):
         default=False,
         help_text="Scope `user`: also delete the user record, its tokens and its cluster key.",
     )
+    reason = StrictCharField(
+        required=False,
+        max_length=MAX_REASON_CHARS,
+        help_text="Why the memories should be erased (shown to the approving operator and on "
+        "the receipt).",
+    )
+    ticket = StrictCharField(
+        required=False,
+        max_length=MAX_TICKET_CHARS,
+        help_text="Your ticket or case reference (on the receipt).",
+    )
 
 
 class ErasureProgressOut(serializers.Serializer[Any]):
@@ -67,6 +83,10 @@ class ForgetRequestOut(serializers.Serializer[Any]):
     )
     include_supporting_episodes = serializers.BooleanField(help_text="As requested.")
     delete_user_record = serializers.BooleanField(help_text="As requested.")
+    requested_because = serializers.CharField(
+        source="justification", help_text="The reason given when it was opened."
+    )
+    ticket = serializers.CharField(help_text="The ticket reference given when it was opened.")
     reason = serializers.CharField(help_text="Why it was rejected or failed; empty otherwise.")
     retry_count = serializers.IntegerField(help_text="How often a failed job was retried.")
     created_at = serializers.DateTimeField(help_text="When it was opened.")

@@ -10,6 +10,7 @@ a journaled page first (deletes are idempotent) and then searches for what is le
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from django.utils import timezone
 from atlas_platform.exceptions import AtlasError
 from atlas_platform.tombstones import tombstone_record
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
+from erasure.services.preview import haystack
 from erasure.services.requests import ERASURE_LEASE
 from memory.models import IdempotencyRecord
 from memory.selectors import (
@@ -35,7 +37,7 @@ from memory.services.erasure import (
     memory_expunge_deleted,
     memory_expunge_later,
 )
-from memory.types import ERASABLE_TYPES, MemoryDoc
+from memory.types import ERASABLE_TYPES
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_invalidate
@@ -152,7 +154,7 @@ class _Job:
         """Every personal memory whose text fields contain the query (case-insensitive,
         whitespace-normalised phrase match), superseded ones included."""
         needle = " ".join(query.split()).casefold()
-        return [doc.id for doc in memory_personal_all(**self.user) if needle in _haystack(doc)]
+        return [doc.id for doc in memory_personal_all(**self.user) if needle in haystack(doc)]
 
     def _supporting_episodes(self, ids: list[str]) -> list[str]:
         return memory_supporting_episode_ids(**self.user, memory_ids=ids)
@@ -200,9 +202,16 @@ class _Job:
                 # the id the operator knows the user by (the caller's own id)
                 "user_external_id": user.external_id if user is not None else None,
                 "scope": row.scope,
+                "query_sha256": row.query_sha256 or None,
+                "reason": row.justification,
+                "ticket": row.ticket,
                 "include_supporting_episodes": row.include_supporting_episodes,
+                # the dry runs shown at opening and at approval: counts, span, ids' hash
+                "previewed_at_open": row.preview_at_open,
+                "previewed_at_approval": row.preview_approved,
                 "indices": {p.kind: p.as_receipt() for p in progress},
                 "total_deleted": sum(p.deleted for p in progress),
+                "erased_ids_sha256": _ids_sha256(erased),
                 "not_found_ids": [i for i in (targets or []) if i not in erased],
                 "idempotency_records_deleted": purged,
                 "other_records_deleted": others,
@@ -314,9 +323,9 @@ def _counted(page: list[str]) -> Callable[[ErasureProgress], None]:
     return apply
 
 
-def _haystack(doc: MemoryDoc) -> str:
-    fields = (doc.text, doc.name or "", doc.description or "", doc.trigger or "")
-    return " ".join(" ".join(f.split()) for f in fields).casefold()
+def _ids_sha256(ids: set[str]) -> str:
+    """Comparable with a preview's ``ids_sha256``: the same ids give the same hash."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
 def _purge_idempotency(user: User) -> int:

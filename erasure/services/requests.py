@@ -26,9 +26,10 @@ from atlas_platform.exceptions import Conflict, NotFound, PermissionDenied, Vali
 from atlas_platform.jobs import job_enqueue
 from atlas_platform.leases import Lease
 from erasure.models import ForgetRequest
+from erasure.services.preview import forget_request_dry_run, query_sha256
 from tenants.models import PlatformToken, User
 from tenants.scoping import OperatorScope
-from tenants.services.audit import audit_record
+from tenants.services.audit import audit_read, audit_record
 
 logger = logging.getLogger(__name__)
 # The job's hold on its request (``execute.py`` takes and renews it, page by page).
@@ -38,6 +39,8 @@ ERASURE_LEASE = Lease(
 RUN_TASK = "erasure.run"  # queued by name: erasure.tasks imports the services, not we it
 MAX_IDS = 10_000
 MAX_QUERY_CHARS = 500
+MAX_REASON_CHARS = 2000
+MAX_TICKET_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,27 @@ def forget_request_open(
     query: str = "",
     include_supporting_episodes: bool = False,
     delete_user_record: bool = False,
+    reason: str = "",
+    ticket: str = "",
 ) -> ForgetRequest:
     """Open a pending request to erase some (``ids``, ``query``) or all (``user``) of a user's
-    memories; an operator approves it before anything is deleted."""
+    memories; an operator approves it before anything is deleted. An operator says why
+    (``reason``) and names the ticket it answers; a token may. The dry run at opening is kept
+    on the request (counts, span, the ids' hash: ``preview_at_open``)."""
     _refuse_foreign(by, user.tenant_id, user.pk)
     if isinstance(by, OperatorPrincipal) and not by.scope.can_act:
         raise PermissionDenied("Auditors cannot open forget requests.", code="forbidden")
+    reason, ticket = reason.strip(), ticket.strip()
+    if isinstance(by, OperatorPrincipal) and not (reason and ticket):
+        raise ValidationError(
+            "Give the reason for the erasure and the ticket reference it answers.",
+            code="bad_reason",
+        )
+    if len(reason) > MAX_REASON_CHARS or len(ticket) > MAX_TICKET_CHARS:
+        raise ValidationError(
+            f"The reason is at most {MAX_REASON_CHARS} characters, the ticket {MAX_TICKET_CHARS}.",
+            code="bad_reason",
+        )
     if scope not in ForgetRequest.Scope.values:
         raise ValidationError("scope must be ids, query or user.", code="bad_scope")
     ids = _clean_ids(memory_ids) if scope == ForgetRequest.Scope.IDS else []
@@ -126,6 +144,15 @@ def forget_request_open(
     if delete_user_record and scope != ForgetRequest.Scope.USER:
         raise ValidationError("delete_user_record needs scope user.", code="bad_delete_user_record")
     token = by if isinstance(by, PlatformToken) else None
+    draft = ForgetRequest(
+        tenant_id=user.tenant_id,
+        user=user,
+        scope=scope,
+        memory_ids=ids,
+        query=query,
+        include_supporting_episodes=include_supporting_episodes,
+    )
+    preview = forget_request_dry_run(request=draft)  # reads the store: before the transaction
     with transaction.atomic():
         request = ForgetRequest.objects.create(
             tenant_id=user.tenant_id,
@@ -139,11 +166,17 @@ def forget_request_open(
             requested_by_type="token" if token else "operator",
             requested_by_id=str(token.pk if token else by.account.pk),  # type: ignore[union-attr]
             requested_by_label=str(token.name if token else by.label),  # type: ignore[union-attr]
+            justification=reason,
+            ticket=ticket,
+            preview_at_open=preview.record(),
+            query_sha256=query_sha256(query) if query else "",
         )
         _audit(
             request,
             "forget_request.open",
             memory_ids=len(ids),
+            previewed=preview.total,
+            ticket=ticket,
             include_supporting_episodes=include_supporting_episodes,
             delete_user_record=delete_user_record,
         )
@@ -169,21 +202,67 @@ def _enqueue(request_id: int) -> None:
     job_enqueue(RUN_TASK, request_id, queue=settings.ATLAS_ERASURE_QUEUE)
 
 
-def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRequest:
+def forget_request_may_approve(*, request: ForgetRequest, by: Principal) -> bool:
+    """Whether ``by`` may approve ``request`` now (what the admin offers: nothing else)."""
+    if request.status != ForgetRequest.Status.PENDING:
+        return False
+    try:
+        operator = _require_decider(by, request)
+    except (PermissionDenied, NotFound):
+        return False
+    return not _needs_other_operator(request, operator)
+
+
+def _needs_other_operator(request: ForgetRequest, operator: OperatorPrincipal) -> bool:
+    return request.tenant.erasure_requires_second_operator and _opened_by(request, operator)
+
+
+def forget_request_approve(
+    *, request: ForgetRequest, by: Principal, seen: str | None = None
+) -> ForgetRequest:
     """Approve a pending request and queue its job (after the commit). Where the tenant asks
     for four eyes (``erasure_requires_second_operator``), the operator who opened the request
-    may not approve it."""
+    may not approve it (refused, and the refusal audited).
+
+    The dry run is taken again here: ``seen`` is the fingerprint of the preview the approver
+    looked at, and if the targeted memories changed since, nothing is approved
+    (``preview_changed``: look again). Approval fixes the targets: the previewed ids (a
+    query's matches; its text is wiped now), erased by the job and nothing else."""
     operator = _require_decider(by, request)
-    if request.tenant.erasure_requires_second_operator and _opened_by(request, operator):
+    if _needs_other_operator(request, operator):
+        audit_read(
+            action="refused.approve_own_request",
+            tenant=request.tenant,
+            subject_user=request.user,
+            target_type="erasure.forgetrequest",
+            target_id=str(request.pk),
+            metadata={"forget_request_id": request.pk},
+            coalesce=False,
+        )
         raise PermissionDenied(
             "This tenant requires a second operator: the one who opened a forget request "
             "cannot approve it.",
             code="second_operator_required",
         )
+    if request.status != ForgetRequest.Status.PENDING:
+        raise Conflict(f"The request is {request.status}, not pending.", code="not_pending")
+    preview = forget_request_dry_run(request=request)  # reads the store: before the lock
+    if seen is not None and seen != preview.fingerprint:
+        raise Conflict(
+            "What this request would erase changed since the preview was shown; review the "
+            "new preview and approve again.",
+            code="preview_changed",
+        )
     with transaction.atomic():
         request = _locked(request)
         if request.status != ForgetRequest.Status.PENDING:
             raise Conflict(f"The request is {request.status}, not pending.", code="not_pending")
+        if request.scope != ForgetRequest.Scope.USER:
+            # Listed ids that match nothing stay listed: the receipt names them not found.
+            listed = request.memory_ids if request.scope == ForgetRequest.Scope.IDS else []
+            request.memory_ids = list(dict.fromkeys([*listed, *preview.ids]))
+            request.targets_resolved, request.query = True, ""
+        request.preview_approved = preview.record()
         request.status = ForgetRequest.Status.APPROVED
         request.approver = operator.account
         request.approver_label = operator.label
@@ -197,9 +276,13 @@ def forget_request_approve(*, request: ForgetRequest, by: Principal) -> ForgetRe
                 "decided_at",
                 "lease_owner",
                 "lease_expires_at",
+                "memory_ids",
+                "targets_resolved",
+                "query",
+                "preview_approved",
             ]
         )
-        _audit(request, "forget_request.approve")
+        _audit(request, "forget_request.approve", previewed=preview.total)
         _enqueue(request.pk)
     return request
 

@@ -27,6 +27,7 @@ from memory.selectors import memory_counts, memory_history, memory_page
 from memory.services.recall import memory_recall
 from memory.types import PERSONAL_TYPES
 from tenants.models import User
+from tenants.services.audit import audit_read, query_digest
 
 if TYPE_CHECKING:
     from tenants.admin.users import UserAdmin
@@ -145,6 +146,8 @@ class MemoryInspector:
                 )
             except AtlasError as exc:
                 error = exc.message
+            else:
+                _audit_page(user, "memories")
         query = request.GET.copy()
         query.pop("after", None)
         return self._render(
@@ -175,6 +178,21 @@ class MemoryInspector:
                 )
             except AtlasError as exc:
                 error = exc.message
+            else:
+                digest = query_digest(data["q"])
+                audit_read(
+                    action="read.recall",
+                    tenant=user.tenant,
+                    subject_user=user,
+                    target_type="tenants.user",
+                    target_id=str(user.pk),
+                    metadata={
+                        "query_sha256": digest,
+                        "k": data["k"] or 10,
+                        "hits": len(result.hits),
+                    },
+                    burst=(digest,),
+                )
         return self._render(
             request,
             user,
@@ -198,6 +216,15 @@ class MemoryInspector:
             return self._render(
                 request, user, "history", "admin/atlas/inspector_history.html", error=exc.message
             )
+        audit_read(
+            action="read.history",
+            tenant=user.tenant,
+            subject_user=user,
+            target_type="memory",
+            target_id=memory_id,
+            metadata={"memories": len(chain)},
+            burst=(memory_id,),
+        )
         return self._render(
             request,
             user,
@@ -221,6 +248,8 @@ class MemoryInspector:
             )
         except AtlasError as exc:
             error = exc.message
+        else:
+            _audit_page(user, "playbooks")
         return self._render(
             request,
             user,
@@ -289,6 +318,20 @@ class MemoryInspector:
                 **context,
             },
         )
+
+
+def _audit_page(user: User, page: str) -> None:
+    """A list of the user's memories was shown: one event per operator, user and list for a
+    burst of pages (paging, filtering and reloading within the audit's read window)."""
+    audit_read(
+        action="read.memories",
+        tenant=user.tenant,
+        subject_user=user,
+        target_type="tenants.user",
+        target_id=str(user.pk),
+        metadata={"page": page},
+        burst=(page,),
+    )
 
 
 def leg_cells(ranks: dict[str, int], scores: dict[str, float]) -> dict[str, str]:

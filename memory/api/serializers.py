@@ -81,7 +81,11 @@ class StepField(serializers.Field[dict[str, Any], Any, Any, Any]):
         step = StepIn(data=data)
         unknown = unknown_fields(step, data)
         if unknown:
-            raise serializers.ValidationError(f"Unknown step field: {', '.join(unknown)}.")
+            accepted = ", ".join(sorted(step.fields))
+            raise serializers.ValidationError(
+                f"Unknown step field: {', '.join(unknown)}. A step is a string (its "
+                f"instruction) or an object with: {accepted}."
+            )
         step.is_valid(raise_exception=True)
         return dict(step.validated_data)
 

@@ -23,6 +23,7 @@ from django.template.response import TemplateResponse
 from atlas_platform.exceptions import AtlasError
 from tenants.models import Tenant, User
 from tenants.scoping import OperatorScope, request_scope
+from tenants.services.audit import audit_read
 
 
 class ScopedForm(forms.Form):
@@ -109,6 +110,9 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     filter_lookups: ClassVar[tuple[str, ...]] = ()
     add_form_class: ClassVar[type[ScopedForm] | None] = None
     add_title: ClassVar[str] = ""
+    # The path from a row to the end user whose data it is (``user``, ``agent__user``): set,
+    # each detail page shown is a ``read.record`` audit event (bursts coalesced).
+    subject_path: ClassVar[str] = ""
     actions_on_bottom = True
 
     # --- changelist lookups ---------------------------------------------------------------
@@ -159,6 +163,37 @@ class ScopedModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         except UNREADABLE_FILTER as exc:
             return filter_refused(exc)
         return response
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        response: HttpResponse = super().change_view(request, object_id, form_url, extra_context)
+        if self.subject_path and response.status_code == 200:
+            self._audit_record_read(request, object_id)
+        return response
+
+    def _audit_record_read(self, request: HttpRequest, object_id: str) -> None:
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            return
+        subject: Any = obj
+        for part in self.subject_path.split("__"):
+            subject = getattr(subject, part, None)
+        if not isinstance(subject, User):
+            return
+        label = obj._meta.label_lower
+        audit_read(
+            action="read.record",
+            tenant=subject.tenant,
+            subject_user=subject,
+            target_type=label,
+            target_id=str(obj.pk),
+            burst=(label, str(obj.pk)),
+        )
 
     # --- scoping ------------------------------------------------------------------------
     def scope(self, request: HttpRequest) -> OperatorScope | None:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.auth.models import User as Account
 from django.contrib.contenttypes import views as contenttype_views
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, URLResolver, path, reverse
 
+from tenants.models import Tenant
 from tenants.scoping import request_scope
+from tenants.services.audit import audit_read
 
 MAX_DASHBOARD_LINKS = 20
 ACCOUNTS = "Operator accounts"  # Django's users: who signs in here (the memory subjects: End users)
@@ -22,6 +25,33 @@ class AtlasAdminSite(admin.AdminSite):
     site_title = "Atlas"
     index_title = "Tenants, users, tokens and audit"
     site_url = None  # Atlas has no public site: no "View site" link to a 404
+
+    def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
+        """Django's, plus: a page or action an operator was refused (403) is an audit event
+        (``refused.page``, once per operator and path per burst window)."""
+
+        def audited(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return view(request, *args, **kwargs)
+            except PermissionDenied:
+                scope = request_scope(request)
+                tenant = None
+                if scope is not None and scope.tenant_id is not None:
+                    tenant = Tenant.objects.filter(pk=scope.tenant_id).first()
+                audit_read(
+                    action="refused.page",
+                    tenant=tenant,
+                    subject_user=None,
+                    target_type="admin.page",
+                    target_id=request.path,
+                    metadata={"method": request.method or "", "path": request.path[:300]},
+                    burst=(request.method or "", request.path),
+                )
+                raise
+
+        audited.__name__ = getattr(view, "__name__", "view")
+        audited.__dict__.update(getattr(view, "__dict__", {}))
+        return super().admin_view(audited, cacheable)
 
     def has_permission(self, request: HttpRequest) -> bool:
         return bool(super().has_permission(request)) and request_scope(request) is not None

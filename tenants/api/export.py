@@ -29,6 +29,7 @@ from atlas_platform.text import escape_surrogates
 from tenants.api.base import UserApiView
 from tenants.exports import ExportSection, export_sections, in_batches, register_export
 from tenants.models import PlatformToken, ScopedKey, User
+from tenants.services.audit import audit_read
 
 logger = logging.getLogger(__name__)
 CHUNK_BYTES = 64 * 1024  # what the stream hands the server at a time
@@ -51,6 +52,11 @@ class UserExportOut(serializers.Serializer[Any]):
 
     user = ExportUserOut()
     exported_at = serializers.DateTimeField()
+    about = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="What each section holds (every section is always present: an empty array "
+        "means Atlas holds nothing of that kind about the user).",
+    )
     counts = serializers.DictField(
         child=serializers.IntegerField(), help_text="Rows per section (written after them)."
     )
@@ -116,6 +122,7 @@ def _document(user: User, sections: list[tuple[ExportSection, Iterator[Any]]]) -
     head = {
         "user": ExportUserOut(user).data,
         "exported_at": serializers.DateTimeField().to_representation(timezone.now()),
+        "about": {section.name: section.help_text for section, _ in sections},
     }
     buffer = [encoder.encode(head)[:-1]]  # the opening object, left open
     size = len(buffer[0])
@@ -166,4 +173,22 @@ class UserExportView(UserApiView):
         then the rows per section. Streamed; a body cut short by a failure mid-way lacks
         its closing brace."""
         stream = user_export_stream(user=self.subject)
-        return StreamingHttpResponse(stream, content_type="application/json")
+        audit_read(
+            action="read.export",
+            tenant=self.subject.tenant,
+            subject_user=self.subject,
+            target_type="tenants.user",
+            target_id=str(self.subject.pk),
+            coalesce=False,
+        )
+        response = StreamingHttpResponse(stream, content_type="application/json")
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        name = f"atlas-export-{self.subject.external_id}-{stamp}.json"
+        response["Content-Disposition"] = f'attachment; filename="{_safe_filename(name)}"'
+        return response
+
+
+def _safe_filename(name: str) -> str:
+    """An external id may hold any character: the file name keeps letters, digits and
+    ``.-_`` (the header is never broken by a quote or a newline)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in ".-_") else "_" for c in name)

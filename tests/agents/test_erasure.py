@@ -32,7 +32,9 @@ def erase(user, admin, capture, **scope) -> ForgetRequest:
     scope_of_admin = scope_for(admin.account)
     assert scope_of_admin is not None
     principal = OperatorPrincipal(admin.account, scope_of_admin)
-    request = forget_request_open(user=user, by=principal, **scope)
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=user, by=principal, **scope
+    )
     with capture():
         forget_request_approve(request=request, by=principal)
     done = forget_request_execute(request_id=request.pk)

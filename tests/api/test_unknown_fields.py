@@ -3,6 +3,8 @@ check lives in ``atlas_platform.views.parsed``, so every app's endpoint inherits
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memory.selectors import memory_page
@@ -40,7 +42,32 @@ def test_an_unknown_field_inside_a_playbook_step_is_refused(api, alice_token):
     response = api.post("users/alice/memories", body, token=alice_token)
 
     assert response.status_code == 400, response.content
-    assert "tool_name" in str(response.json()["error"]["details"])
+    details = str(response.json()["error"]["details"])
+    assert "tool_name" in details
+    assert "an object with: instruction, order, tool" in details  # what it does take
+
+
+def test_an_unknown_nested_field_names_what_its_level_takes():
+    from rest_framework import serializers
+
+    from atlas_platform.exceptions import ValidationError
+    from atlas_platform.views import parsed
+
+    class Inner(serializers.Serializer[Any]):
+        name = serializers.CharField()
+        size = serializers.IntegerField()
+
+    class Outer(serializers.Serializer[Any]):
+        title = serializers.CharField()
+        items = serializers.ListField(child=Inner())
+
+    with pytest.raises(ValidationError) as refused:
+        parsed(Outer, {"title": "x", "colour": 1, "items": [{"name": "a", "weight": 2}]})
+
+    message = refused.value.message
+    assert "Unknown fields: colour, items[0].weight." in message
+    assert "This request takes: items, title." in message
+    assert "items[0] takes: name, size." in message
 
 
 def test_an_unknown_query_parameter_is_refused(api, acme):

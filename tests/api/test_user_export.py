@@ -94,11 +94,15 @@ def fill(user: User, peer: User, admin: Any) -> None:
     ScopedKey.objects.create(
         user=user, key_id=f"key-{user.external_id}", key_name="k", encrypted_secret="x"
     )
-    forget_request_open(user=user, by=token, scope="query", query="bees")
+    forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=user, by=token, scope="query", query="bees"
+    )
     operator_scope = scope_for(admin.account)
     assert operator_scope is not None
     operator = OperatorPrincipal(admin.account, operator_scope)
-    forget_request_open(user=user, by=operator, scope="user")
+    forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=user, by=operator, scope="user"
+    )
 
 
 @pytest.fixture
@@ -124,7 +128,8 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
 
     body = exported(response)
     names = [section.name for section in exports.export_sections()]
-    assert list(body) == ["user", "exported_at", *names, "counts"]
+    assert list(body) == ["user", "exported_at", "about", *names, "counts"]
+    assert list(body["about"]) == names and all(body["about"].values())
     for name in names:
         assert body[name], f"section {name} is empty"
         assert body["counts"][name] == len(body[name]), name

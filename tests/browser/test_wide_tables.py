@@ -53,7 +53,14 @@ def busy(settings: Any, tmp_path: Any, no_cluster: None, acme: Any, alice: Any, 
     settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
     fact = memory_write(user=alice, text="Alice likes long tables", memory_type="semantic")
     token_issue(tenant=acme, user=alice, name="a support bot with a long name for a token")
-    forget_request_open(user=alice, scope="ids", memory_ids=[fact.id], by=op(acme_admin))
+    forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="ids",
+        memory_ids=[fact.id],
+        by=op(acme_admin),
+    )
     ConsolidationRun.objects.create(tenant=acme, user=alice, trigger="on_demand", status="done")
 
 

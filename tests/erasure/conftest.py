@@ -93,35 +93,60 @@ def erasure_worker(
 ) -> Iterator[Worker]:
     """A real worker on this session's queue; the test process publishes to the same broker.
     Settings the worker reads come through its environment (page size 25, lease 5 s)."""
+    with _worker(settings, erasure_queue, tmp_path, "elasticsearch") as worker:
+        yield worker
+
+
+@pytest.fixture(params=["embedded", "elasticsearch"])
+def backend_worker(
+    request: Any, transactional_db: None, settings: Any, erasure_queue: str, tmp_path: Path
+) -> Iterator[Worker]:
+    """``erasure_worker`` on each backend: the embedded store is a file both processes open."""
+    if request.param == "elasticsearch":
+        request.getfixturevalue("es")
+    with _worker(settings, erasure_queue, tmp_path, request.param) as worker:
+        yield worker
+
+
+@contextlib.contextmanager
+def _worker(settings: Any, queue: str, tmp_path: Path, kind: str) -> Iterator[Worker]:
     from atlas_platform.celery import app
 
     broker = broker_url()
-    settings.ATLAS_MEMORY_BACKEND = "elasticsearch"
-    settings.ATLAS_ERASURE_QUEUE = erasure_queue
+    settings.ATLAS_MEMORY_BACKEND = kind
+    settings.ATLAS_ERASURE_QUEUE = queue
     settings.ATLAS_ERASURE_PAGE_SIZE = 25
     settings.ATLAS_ERASURE_LEASE_S = 5
+    if kind == "embedded":
+        settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
+        store = {"ATLAS_EMBEDDED_PATH": settings.ATLAS_EMBEDDED_PATH}
+    else:
+        store = {
+            "ATLAS_ES_URL": settings.ATLAS_ES_URL,
+            "ATLAS_ES_USERNAME": settings.ATLAS_ES_USERNAME,
+            "ATLAS_ES_PASSWORD": settings.ATLAS_ES_PASSWORD,
+            "ATLAS_ES_INDEX_PREFIX": settings.ATLAS_ES_INDEX_PREFIX,
+        }
     env = worker_env(
-        queue=erasure_queue,
-        ATLAS_MEMORY_BACKEND="elasticsearch",
-        ATLAS_ES_URL=settings.ATLAS_ES_URL,
-        ATLAS_ES_USERNAME=settings.ATLAS_ES_USERNAME,
-        ATLAS_ES_PASSWORD=settings.ATLAS_ES_PASSWORD,
-        ATLAS_ES_INDEX_PREFIX=settings.ATLAS_ES_INDEX_PREFIX,
+        queue=queue,
+        ATLAS_MEMORY_BACKEND=kind,
         ATLAS_DEPLOYMENT_ID=settings.ATLAS_DEPLOYMENT_ID,
-        ATLAS_ERASURE_QUEUE=erasure_queue,
+        ATLAS_ERASURE_QUEUE=queue,
         ATLAS_ERASURE_PAGE_SIZE="25",
         ATLAS_ERASURE_LEASE_S="5",
+        ATLAS_RECEIPT_KEY=settings.ATLAS_RECEIPT_KEY,
         LOG_LEVEL="INFO",
+        **store,
     )
     saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=broker, task_always_eager=False)
-    worker = Worker(env, erasure_queue, tmp_path / "worker.log")
+    worker = Worker(env, queue, tmp_path / "worker.log")
     try:
         yield worker
     finally:
         worker.stop()
         with contextlib.suppress(Exception), app.connection_for_write() as conn:
-            conn.default_channel.queue_purge(erasure_queue)
+            conn.default_channel.queue_purge(queue)
         app.conf.update(**saved)
 
 

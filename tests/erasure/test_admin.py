@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -9,6 +11,7 @@ from erasure.admin import forget_request_form_url
 from erasure.models import ForgetRequest
 from erasure.services import forget_request_execute, forget_request_open
 from memory.services.writes import memory_write
+from tenants.models import AuditEvent
 from tests.erasure.test_services import op
 
 pytestmark = pytest.mark.usefixtures("store")
@@ -20,11 +23,30 @@ def url(name: str, pk: int) -> str:
     return reverse(f"admin:erasure_forgetrequest_{name}", args=[pk])
 
 
+def approve(client, pk: int, **extra):
+    """What an approver does: look at the preview, confirm what it showed."""
+    page = client.get(url("approve", pk)).content.decode()
+    seen = re.search(r'name="preview" value="([0-9a-f]{64})"', page)
+    assert seen is not None, page
+    return client.post(url("approve", pk), {"confirm": "yes", "preview": seen[1]}, **extra)
+
+
+FORM = {"reason": "the subject asked by mail", "ticket": "DPO-7"}
+
+
 @pytest.fixture
 def requests(alice, charlie, acme_admin, globex_admin):
     return {
-        "acme": forget_request_open(user=alice, scope="user", by=op(acme_admin)),
-        "globex": forget_request_open(user=charlie, scope="user", by=op(globex_admin)),
+        "acme": forget_request_open(
+            reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+        ),
+        "globex": forget_request_open(
+            reason="the subject asked",
+            ticket="DPO-1",
+            user=charlie,
+            scope="user",
+            by=op(globex_admin),
+        ),
     }
 
 
@@ -42,7 +64,7 @@ def test_the_form_opens_a_request_prefilled_from_a_link(alice, acme_client):
     form = acme_client.get(link)
     posted = acme_client.post(
         reverse("admin:erasure_forgetrequest_add"),
-        {"user": alice.pk, "scope_kind": "ids", "memory_ids": "m1, m2\nm3"},
+        {"user": alice.pk, "scope_kind": "ids", "memory_ids": "m1, m2\nm3", **FORM},
     )
 
     assert form.status_code == 200
@@ -51,6 +73,8 @@ def test_the_form_opens_a_request_prefilled_from_a_link(alice, acme_client):
     request = ForgetRequest.objects.get()
     assert posted.status_code == 302 and request.memory_ids == ["m1", "m2", "m3"]
     assert request.requested_by_label == "acme-admin" and request.status == "pending"
+    assert (request.justification, request.ticket) == (FORM["reason"], FORM["ticket"])
+    assert (request.preview_at_open or {}).get("total") == 0  # m1..m3 match nothing stored
 
 
 def test_the_form_refuses_another_tenants_user(charlie, acme_client):
@@ -64,10 +88,15 @@ def test_the_form_refuses_another_tenants_user(charlie, acme_client):
 
 def test_the_form_shows_service_errors(alice, acme_client):
     response = acme_client.post(
-        reverse("admin:erasure_forgetrequest_add"), {"user": alice.pk, "scope_kind": "query"}
+        reverse("admin:erasure_forgetrequest_add"),
+        {"user": alice.pk, "scope_kind": "query", **FORM},
+    )
+    bare = acme_client.post(
+        reverse("admin:erasure_forgetrequest_add"), {"user": alice.pk, "scope_kind": "user"}
     )
 
     assert "A query scope needs a query." in response.content.decode()
+    assert bare.status_code == 200 and "This field is required" in bare.content.decode()
     assert not ForgetRequest.objects.exists()
 
 
@@ -82,11 +111,13 @@ def test_an_admin_approves_and_the_job_is_queued(
     assert unconfirmed.status_code == 200 and pending.status == "pending"
 
     with django_capture_on_commit_callbacks() as queued:
-        response = acme_client.post(url("approve", pending.pk), {"confirm": "yes"})
+        response = approve(acme_client, pending.pk)
 
-    assert "Approve and erase" in page and "Reject" in page
+    assert "Review and approve" in page and "Reject" in page
+    # The decision comes before the request's fields, not below the page's Close button.
+    assert page.index('id="forget-request-decisions"') < page.index("Requested by:")
     assert "Requested by:" in page and "Requested by label" not in page
-    assert confirm.status_code == 200 and "Yes, erase them" in confirm.content.decode()
+    assert confirm.status_code == 200 and "Yes, erase these 0" in confirm.content.decode()
     assert response.status_code == 302 and len(queued) == 1
     pending.refresh_from_db()
     assert pending.status == "approved" and pending.approver_label == "acme-admin"
@@ -102,9 +133,16 @@ def test_the_confirmation_counts_what_would_be_erased_per_index_without_texts(
     memory_write(user=alice, text="Alice's other secret", memory_type="semantic")
     memory_write(user=bob, text="Bob's secret", memory_type="semantic")
     chosen = forget_request_open(
-        user=alice, scope="ids", memory_ids=[f.id for f in facts[:2]], by=op(acme_admin)
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="ids",
+        memory_ids=[f.id for f in facts[:2]],
+        by=op(acme_admin),
     )
-    whole = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    whole = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
 
     ids_page = acme_client.get(url("approve", chosen.pk)).content.decode()
     user_page = acme_client.get(url("approve", whole.pk)).content.decode()
@@ -113,7 +151,11 @@ def test_the_confirmation_counts_what_would_be_erased_per_index_without_texts(
     assert '<td>semantic</td><td class="count">2</td>' in table
     assert '<td>episodic</td><td class="count">0</td>' in table
     assert '<td>semantic</td><td class="count">4</td>' in user_page  # Bob's not counted
-    assert "secret" not in ids_page and "secret" not in user_page  # counts, never texts
+    # A bounded sample of the texts for the approver (who may read them), Bob's never.
+    sample = ids_page[ids_page.index('id="erasure-sample"') :]
+    assert "Alice&#x27;s secret number 1" in sample and "secret number 0" in sample
+    assert "other secret" not in sample and "Bob" not in user_page
+    assert "Stored between" in ids_page
 
 
 def test_a_tenant_with_four_eyes_needs_a_second_operator(alice, acme, acme_admin, acme_client):
@@ -122,23 +164,32 @@ def test_a_tenant_with_four_eyes_needs_a_second_operator(alice, acme, acme_admin
 
     acme.erasure_requires_second_operator = True
     acme.save()
-    opened = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    opened = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
 
+    page = acme_client.get(url("change", opened.pk)).content.decode()
     own = acme_client.post(url("approve", opened.pk), {"confirm": "yes"}, follow=True)
     opened.refresh_from_db()
     assert opened.status == "pending"
+    # Never offered to the opener; forced anyway, refused and the refusal audited.
+    assert "Review and approve" not in page and 'id="four-eyes-note"' in page
     assert "the one who opened a forget request cannot approve it" in own.content.decode()
+    refused = AuditEvent.objects.get(action="refused.approve_own_request")
+    assert refused.actor_label == "acme-admin" and refused.target_id == str(opened.pk)
 
     second = _operator("acme-second", Operator.Role.TENANT_ADMIN, acme)
-    login(second).post(url("approve", opened.pk), {"confirm": "yes"})
+    approve(login(second), opened.pk)
     opened.refresh_from_db()
     assert opened.status == "approved" and opened.approver_label.startswith("acme-second")
 
 
 def test_without_four_eyes_the_opener_may_approve(alice, acme_admin, acme_client):
-    opened = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    opened = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
 
-    acme_client.post(url("approve", opened.pk), {"confirm": "yes"})
+    approve(acme_client, opened.pk)
 
     opened.refresh_from_db()
     assert opened.status == "approved"
@@ -160,7 +211,7 @@ def test_auditors_see_no_buttons_and_get_403_when_posting(requests, auditor_clie
     pending = requests["acme"]
     page = auditor_client.get(url("change", pending.pk))
 
-    assert page.status_code == 200 and "Approve and erase" not in page.content.decode()
+    assert page.status_code == 200 and "Review and approve" not in page.content.decode()
     for name in ("approve", "reject", "retry"):
         assert auditor_client.post(url(name, pending.pk), {"reason": "x"}).status_code == 403
     assert auditor_client.get(reverse("admin:erasure_forgetrequest_add")).status_code == 403
@@ -209,9 +260,16 @@ def test_the_receipt_page_shows_counts_and_ids_only(
     alice, acme_admin, acme_client, django_capture_on_commit_callbacks
 ):
     fact = memory_write(user=alice, text="Alice's cat is called Whiskers", memory_type="semantic")
-    request = forget_request_open(user=alice, scope="ids", memory_ids=[fact.id], by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="ids",
+        memory_ids=[fact.id],
+        by=op(acme_admin),
+    )
     with django_capture_on_commit_callbacks():
-        acme_client.post(url("approve", request.pk), {"confirm": "yes"})
+        approve(acme_client, request.pk)
     forget_request_execute(request_id=request.pk)
 
     detail = acme_client.get(url("change", request.pk)).content.decode()
@@ -221,22 +279,32 @@ def test_the_receipt_page_shows_counts_and_ids_only(
     assert receipt.status_code == 200
     assert fact.id in receipt.content.decode() and "Whiskers" not in receipt.content.decode()
     # The user by the id the operator knows, not by a key of Atlas's own.
-    named = '<p id="receipt-user">User <strong>alice</strong> of Acme.</p>'
-    assert named in receipt.content.decode()
+    assert "user <strong>alice</strong> of Acme." in receipt.content.decode()
+    assert "Download signed JSON" in detail and "receipt_verify" in receipt.content.decode()
 
 
 def test_progress_per_index_shows_once_the_job_has_started(
     alice, acme_admin, acme_client, django_capture_on_commit_callbacks
 ):
     memory_write(user=alice, text="Alice's dog is called Rex", memory_type="semantic")
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     pending = acme_client.get(url("change", request.pk)).content.decode()
     with django_capture_on_commit_callbacks():
-        acme_client.post(url("approve", request.pk), {"confirm": "yes"})
+        approve(acme_client, request.pk)
+    queued = acme_client.get(url("change", request.pk)).content.decode()
+    polled = acme_client.get(url("progress", request.pk)).json()
     forget_request_execute(request_id=request.pk)
 
     done = acme_client.get(url("change", request.pk)).content.decode()
+    after = acme_client.get(url("progress", request.pk)).json()
 
-    # Before the job: no empty "progress" bar; after it, the row per index with its count.
-    assert "erasure progress per index" not in pending.lower()
-    assert "erasure progress per index" in done.lower() and "semantic" in done
+    # Before the job: no empty progress box; queued: the box polls its JSON by itself; done:
+    # a row per memory type with its count, and no more polling.
+    assert 'id="forget-request-progress"' not in pending
+    assert 'id="forget-request-progress"' in queued and "Updates by itself" in queued
+    assert polled == {"status": "approved", "status_display": "Approved (queued)", "indices": []}
+    assert 'id="forget-request-progress"' in done and "Updates by itself" not in done
+    semantic = next(i for i in after["indices"] if i["kind"] == "semantic")
+    assert after["status"] == "done" and semantic["deleted"] == 1 and semantic["remaining"] == 0

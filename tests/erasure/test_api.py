@@ -34,6 +34,19 @@ def test_a_user_token_opens_and_reads_its_own_request(api, alice):
     assert AuditEvent.objects.filter(action="forget_request.open").count() == 1
 
 
+def test_a_token_may_give_a_reason_and_a_ticket_and_reads_them_back(api, alice):
+    opened = api.post(
+        "users/alice/forget-requests",
+        {"scope": "user", "reason": "account closed", "ticket": "CRM-981"},
+        token=tenant_token(alice.tenant),
+    )
+
+    assert opened.status_code == 201, opened.content
+    body = opened.json()
+    assert (body["requested_because"], body["ticket"]) == ("account closed", "CRM-981")
+    assert (ForgetRequest.objects.get().preview_at_open or {}).get("total") == 0
+
+
 def test_the_receipt_is_readable_once_the_job_is_done(
     api, alice, acme_admin, django_capture_on_commit_callbacks
 ):

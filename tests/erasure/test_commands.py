@@ -28,7 +28,9 @@ def stalled(request: ForgetRequest, status: str = "running") -> None:
 def test_the_command_requeues_stalled_requests(
     alice, acme_admin, django_capture_on_commit_callbacks
 ):
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     stalled(request)
     out = StringIO()
 
@@ -41,7 +43,9 @@ def test_the_command_requeues_stalled_requests(
 def test_the_command_retries_a_failed_request_as_an_operator(
     alice, acme_admin, acme_auditor, django_capture_on_commit_callbacks
 ):
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     ForgetRequest.objects.filter(pk=request.pk).update(status="failed")
 
     with pytest.raises(CommandError, match="--as"):
@@ -58,7 +62,9 @@ def test_the_command_retries_a_failed_request_as_an_operator(
 def test_the_periodic_task_requeues_as_the_erasure_worker(
     alice, acme_admin, django_capture_on_commit_callbacks
 ):
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     stalled(request, status="approved")
 
     with django_capture_on_commit_callbacks() as queued:

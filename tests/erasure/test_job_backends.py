@@ -51,6 +51,8 @@ def test_a_query_with_supporting_episodes_erases_the_same_on_every_backend(
     kept = memory_write(user=alice, text="Alice likes tea", memory_type="semantic")
     bobs = memory_write(user=bob, text="Bob lives on Baker Street too", memory_type="semantic")
     request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
         user=alice,
         scope="query",
         query="Baker Street",
@@ -78,7 +80,14 @@ def test_erasing_a_user_record_leaves_nothing_and_invalidates_its_key(
     memory_write(user=alice, text="a playbook", memory_type="procedural", name="pb")
     bobs = memory_write(user=people.bob, text="Bob's own fact", memory_type="semantic")
     key = alice.current_key()
-    request = forget_request_open(user=alice, scope="user", delete_user_record=True, by=op(admin))
+    request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="user",
+        delete_user_record=True,
+        by=op(admin),
+    )
     approve(request, admin, django_capture_on_commit_callbacks)
 
     done = run(request)

@@ -70,20 +70,32 @@ def text_anywhere(texts: list[str]) -> list[str]:
 def test_a_user_token_opens_a_request_for_its_own_user_only(alice, bob):
     token = token_issue(tenant=alice.tenant, user=alice, name="alice bot").token
 
-    request = forget_request_open(user=alice, scope="user", by=token)
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=token
+    )
 
     assert request.status == "pending" and request.requested_by_type == "token"
     with pytest.raises(NotFound):
-        forget_request_open(user=bob, scope="user", by=token)
+        forget_request_open(
+            reason="the subject asked", ticket="DPO-1", user=bob, scope="user", by=token
+        )
 
 
 def test_nobody_opens_a_request_for_another_tenants_user(acme, charlie, acme_admin, acme_auditor):
     tenant_token = token_issue(tenant=acme, name="acme fleet").token
 
     with pytest.raises(NotFound):
-        forget_request_open(user=charlie, scope="user", by=tenant_token)
+        forget_request_open(
+            reason="the subject asked", ticket="DPO-1", user=charlie, scope="user", by=tenant_token
+        )
     with pytest.raises(NotFound):
-        forget_request_open(user=charlie, scope="user", by=op(acme_admin))
+        forget_request_open(
+            reason="the subject asked",
+            ticket="DPO-1",
+            user=charlie,
+            scope="user",
+            by=op(acme_admin),
+        )
     assert not ForgetRequest.objects.exists()
 
 
@@ -93,9 +105,17 @@ def test_auditors_and_revoked_tokens_open_nothing(alice, acme_auditor):
     token.refresh_from_db()
 
     with pytest.raises(PermissionDenied):
-        forget_request_open(user=alice, scope="user", by=op(acme_auditor))
+        forget_request_open(
+            reason="the subject asked",
+            ticket="DPO-1",
+            user=alice,
+            scope="user",
+            by=op(acme_auditor),
+        )
     with pytest.raises(NotFound):
-        forget_request_open(user=alice, scope="user", by=token)
+        forget_request_open(
+            reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=token
+        )
     assert not ForgetRequest.objects.exists()
 
 
@@ -112,7 +132,9 @@ def test_auditors_and_revoked_tokens_open_nothing(alice, acme_auditor):
 )
 def test_bad_input_is_refused_and_writes_nothing(alice, acme_admin, bad):
     with pytest.raises(ValidationError):
-        forget_request_open(user=alice, by=op(acme_admin), **bad)
+        forget_request_open(
+            reason="the subject asked", ticket="DPO-1", user=alice, by=op(acme_admin), **bad
+        )
 
     assert not ForgetRequest.objects.exists()
     assert not AuditEvent.objects.filter(action__startswith="forget_request").exists()
@@ -127,7 +149,9 @@ def test_only_admins_of_the_tenant_decide(
     django_capture_on_commit_callbacks,
 ):
     token = token_issue(tenant=alice.tenant, name="fleet").token
-    request = forget_request_open(user=alice, scope="user", by=token)
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=token
+    )
 
     with pytest.raises(PermissionDenied):
         forget_request_approve(request=request, by=op(acme_auditor))
@@ -149,7 +173,12 @@ def test_only_admins_of_the_tenant_decide(
 
 def test_a_rejection_needs_a_reason_and_wipes_the_query(alice, acme_admin):
     request = forget_request_open(
-        user=alice, scope="query", query="my home address", by=op(acme_admin)
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="query",
+        query="my home address",
+        by=op(acme_admin),
     )
 
     with pytest.raises(ValidationError):
@@ -174,11 +203,20 @@ def test_each_service_leaves_one_audit_event_without_text(
     by = op(acme_admin)
     first = one(
         "forget_request.open",
-        lambda: forget_request_open(user=alice, scope="query", query="secret words", by=by),
+        lambda: forget_request_open(
+            reason="the subject asked",
+            ticket="DPO-1",
+            user=alice,
+            scope="query",
+            query="secret words",
+            by=by,
+        ),
     )
     with django_capture_on_commit_callbacks():
         one("forget_request.approve", lambda: forget_request_approve(request=first, by=by))
-    second = forget_request_open(user=alice, scope="ids", memory_ids=["a"], by=by)
+    second = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="ids", memory_ids=["a"], by=by
+    )
     one("forget_request.reject", lambda: forget_request_reject(request=second, by=by, reason="x"))
     ForgetRequest.objects.filter(pk=first.pk).update(status="failed")
     with django_capture_on_commit_callbacks():
@@ -200,6 +238,8 @@ def test_erasing_listed_ids_takes_their_supporting_episodes_and_nothing_else(
     )
     bobs = memory_write(user=bob, text="Bob lives at 3 Elm St", memory_type="semantic")
     request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
         user=alice,
         scope="ids",
         memory_ids=[fact.id, bobs.id, "f" * 32],
@@ -232,7 +272,14 @@ def test_erasing_by_query_resolves_ids_once_and_wipes_the_query(
         for n in range(3)
     ]
     keep = memory_write(user=alice, text="The router is fine", memory_type="semantic")
-    request = forget_request_open(user=alice, scope="query", query="lumio hub", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="query",
+        query="lumio hub",
+        by=op(acme_admin),
+    )
     approved(request, acme_admin, django_capture_on_commit_callbacks)
 
     done = run(request)
@@ -257,7 +304,12 @@ def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
             memory_type="procedural" if n % 2 else "semantic",
         )
     request = forget_request_open(
-        user=alice, scope="user", delete_user_record=True, by=op(acme_admin)
+        reason="the subject asked",
+        ticket="DPO-1",
+        user=alice,
+        scope="user",
+        delete_user_record=True,
+        by=op(acme_admin),
     )
     approved(request, acme_admin, django_capture_on_commit_callbacks)
 
@@ -285,7 +337,9 @@ def test_a_failed_job_is_retried_and_resumes_with_exact_counts(
     settings.ATLAS_ERASURE_PAGE_SIZE = 2
     store = backend()
     docs = [memory_write(user=alice, text=f"fact {n}", memory_type="semantic") for n in range(7)]
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     approved(request, acme_admin, django_capture_on_commit_callbacks)
     real_delete, calls = store.delete_ids, []
 
@@ -318,7 +372,9 @@ def test_a_job_killed_after_journaling_a_page_resumes_without_double_counting(
     settings.ATLAS_ERASURE_PAGE_SIZE = 3
     store = backend()
     docs = [memory_write(user=alice, text=f"fact {n}", memory_type="semantic") for n in range(8)]
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     approved(request, acme_admin, django_capture_on_commit_callbacks)
     real_delete, calls = store.delete_ids, []
 
@@ -355,15 +411,21 @@ def test_a_job_killed_after_journaling_a_page_resumes_without_double_counting(
 
 def test_resume_stalled_leaves_live_and_finished_requests_alone(alice, acme_admin):
     by = op(acme_admin)
-    live = forget_request_open(user=alice, scope="user", by=by)
+    live = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=by
+    )
     ForgetRequest.objects.filter(pk=live.pk).update(
         status="running", lease_expires_at=timezone.now() + timedelta(minutes=1)
     )
-    finished = forget_request_open(user=alice, scope="user", by=by)
+    finished = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=by
+    )
     ForgetRequest.objects.filter(pk=finished.pk).update(
         status="done", lease_expires_at=timezone.now() - timedelta(minutes=1)
     )
-    lost = forget_request_open(user=alice, scope="user", by=by)
+    lost = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=by
+    )
     ForgetRequest.objects.filter(pk=lost.pk).update(
         status="approved", lease_expires_at=timezone.now() - timedelta(minutes=1)
     )
@@ -372,8 +434,42 @@ def test_resume_stalled_leaves_live_and_finished_requests_alone(alice, acme_admi
 
 
 def test_a_request_that_is_not_approved_never_runs(alice, acme_admin):
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     memory_write(user=alice, text="stays", memory_type="semantic")
 
     assert forget_request_execute(request_id=request.pk) is None
     assert backend().count(user_read_scope(alice))["semantic"] == 1
+
+
+def test_an_approval_of_a_stale_preview_is_refused_and_approving_fixes_the_targets(
+    alice, acme_admin, django_capture_on_commit_callbacks
+):
+    from erasure.services.preview import forget_request_dry_run
+
+    first = memory_write(user=alice, text="Alice's old phone is 0123", memory_type="semantic")
+    request = forget_request_open(
+        reason="asked", ticket="T-9", user=alice, scope="query", query="PHONE", by=op(acme_admin)
+    )
+    seen = forget_request_dry_run(request=request)
+    second = memory_write(user=alice, text="Alice's new phone is 0456", memory_type="semantic")
+
+    with pytest.raises(Conflict) as stale:
+        forget_request_approve(request=request, by=op(acme_admin), seen=seen.fingerprint)
+    request.refresh_from_db()
+    assert stale.value.code == "preview_changed" and request.status == "pending"
+
+    fresh = forget_request_dry_run(request=request)
+    with django_capture_on_commit_callbacks():
+        forget_request_approve(request=request, by=op(acme_admin), seen=fresh.fingerprint)
+    later = memory_write(user=alice, text="Alice's work phone is 0789", memory_type="semantic")
+    done = run(request)
+
+    # Exactly what was approved: the memory written after the approval stays.
+    assert sorted(done.memory_ids) == sorted([first.id, second.id])
+    assert done.receipt["previewed_at_approval"]["total"] == 2
+    assert done.receipt["previewed_at_open"]["total"] == 1
+    assert done.receipt["total_deleted"] == 2 and done.query == ""
+    assert backend().get(user_read_scope(alice), later.id) is not None
+    assert "phone" not in json.dumps(done.receipt).lower()

@@ -104,7 +104,9 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
     quoted = api_client_post(alice, "Alice's locker code is 4711")  # a stored API response
     texts = [d.text for d in mine] + [quoted]
 
-    request = forget_request_open(user=alice, scope="user", by=op(acme_admin))
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=op(acme_admin)
+    )
     forget_request_approve(request=request, by=op(acme_admin))  # queued to Redis on commit
     erasure_worker.start()
     wait_for(lambda: deleted_so_far(request) >= 100, 120, "some pages to be erased")

@@ -45,8 +45,10 @@ def engine(request: pytest.FixtureRequest, settings: Any, tmp_path: Any, db: Non
 @pytest.fixture
 def people(engine: str) -> People:
     mode = Tenant.IsolationMode.DLS if engine == "es-dls" else Tenant.IsolationMode.FILTER
-    acme = Tenant.objects.create(slug="acme", name="Acme", isolation_mode=mode)
-    globex = Tenant.objects.create(slug="globex", name="Globex", isolation_mode=mode)
+    # One operator each, like tests/conftest.py's named tenants: four eyes off.
+    single = {"isolation_mode": mode, "erasure_requires_second_operator": False}
+    acme = Tenant.objects.create(slug="acme", name="Acme", **single)
+    globex = Tenant.objects.create(slug="globex", name="Globex", **single)
     users = {
         name: User.objects.create(tenant=tenant, external_id=name)
         for name, tenant in (("alice", acme), ("bob", acme), ("charlie", globex), ("dave", globex))

@@ -138,7 +138,9 @@ def test_an_erasure_leaves_no_statistical_trace(
     # Gone from every read, still in the statistics.
     assert probe(alice, word, clean_up=True) is True
 
-    request = forget_request_open(user=bob, scope="user", by=admin)
+    request = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=bob, scope="user", by=admin
+    )
     with django_capture_on_commit_callbacks(execute=False):
         forget_request_approve(request=request, by=admin)
     forget_request_execute(request_id=request.pk)

@@ -66,6 +66,8 @@ class Command(BaseCommand):
                     f"  demo tenant '{DEMO_SLUG}' with users: {', '.join(DEMO_USERS)}",
                     f"Atlas MCP:     {mcp_url}   (streamable HTTP, acting for alice)",
                     f"  Authorization: Bearer {token}",
+                    "  Which MCP URL: a user's own token (this one) uses /mcp/; a tenant token "
+                    "uses /api/atlas/mcp/<user_id> (the user page in the admin shows both).",
                     f"  (kept in {credentials_path()} across restarts; new ones: make run "
                     "RESET_DEMO=1)",
                     "",

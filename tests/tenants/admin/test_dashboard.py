@@ -213,8 +213,12 @@ def test_open_forget_requests_have_a_panel(store, acme, alice, bob, acme_admin, 
     scope = scope_for(acme_admin.account)
     assert scope is not None
     by = OperatorPrincipal(acme_admin.account, scope)
-    opened = forget_request_open(user=alice, scope="user", by=by)
-    closed = forget_request_open(user=bob, scope="user", by=by)
+    opened = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=alice, scope="user", by=by
+    )
+    closed = forget_request_open(
+        reason="the subject asked", ticket="DPO-1", user=bob, scope="user", by=by
+    )
     forget_request_reject(request=closed, by=by, reason="duplicate")
 
     page = acme_client.get(board(acme)).content.decode()
