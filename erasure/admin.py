@@ -30,7 +30,7 @@ from erasure.services import (
     forget_request_reject,
     forget_request_retry,
 )
-from memory.admin.inspector import register_forget_handoff
+from memory.public import register_forget_handoff
 from tenants.admin.base import ReadOnlyInline, ScopedForm, ScopedModelAdmin
 from tenants.admin.site import site
 from tenants.models import User

@@ -6,8 +6,7 @@ from django.db.models import Count
 
 from atlas_platform.exceptions import NotFound
 from erasure.models import ForgetRequest
-from memory.selectors import memory_remaining_count
-from memory.types import PERSONAL_TYPES
+from memory.public import PERSONAL_TYPES, memory_remaining_count
 from tenants.models import Tenant, User
 
 

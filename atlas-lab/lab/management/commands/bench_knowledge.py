@@ -159,7 +159,7 @@ class Command(BaseCommand):
 
     def _clean(self, user: Any) -> None:
         from knowledge.models import Entity
-        from memory.services.documents import searchable_delete
+        from memory.public import searchable_delete
 
         ids = list(Entity.objects.filter(user=user).values_list("doc_id", flat=True))
         for start in range(0, len(ids), 500):
