@@ -95,6 +95,19 @@ def bench_user(slug: str = "bench") -> Any:
     return onboarding.users[0]
 
 
+def bench_user_remove(user: Any) -> None:
+    """What ``bench_user`` made, gone again (its documents already out of the store): the
+    tenant suspended first (its cluster keys stop working), then the user, the onboarding's
+    tenant admin and the tenant row (the rows under them go with them)."""
+    from tenants.services.tenants import tenant_suspend
+
+    tenant = tenant_suspend(tenant=user.tenant)
+    user.delete()
+    for operator in tenant.operators.select_related("account"):
+        operator.account.delete()  # its operator row goes with it
+    tenant.delete()
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
