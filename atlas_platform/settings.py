@@ -8,7 +8,6 @@ secret may come from a file instead: ``SECRET_KEY_FILE=/run/secrets/atlas_key`` 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import secrets
 import warnings
@@ -89,8 +88,6 @@ INSTALLED_APPS = [
     "knowledge",
     "agents",
     "lifecycle",  # backup and restore (deploy/README.md)
-    # The lab (eval, bench, loadtest, model candidates) comes with the dev extra; optional.
-    *(["lab.apps.LabConfig"] if importlib.util.find_spec("lab") else []),
 ]
 
 MIDDLEWARE = [
@@ -353,7 +350,8 @@ ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=40)
 # chosen across corpora by the rule in docs/recall-quality.md; 0.5 until issue 21), or
 # "confidence": each query, a lexical leg weighs its own
 # confidence, how far its top BM25 score stands above its 10th (memory.fusion.leg_confidence;
-# the default until the rank constant went to 5). Measurements: lab/docs/recall-notebook.md.
+# the default until the rank constant went to 5). Measurements: the lab's notebook,
+# atlas-lab/lab/docs/recall-notebook.md.
 def _lexical_weight(value: str) -> float | Literal["confidence"]:
     if value.strip().lower() == "confidence":
         return "confidence"  # the lexical leg's own confidence, per query

@@ -25,9 +25,7 @@ from django.urls import get_resolver  # noqa: E402
 from agents import mcp as agents_mcp  # noqa: E402
 from atlas_platform.logging import access_log_redaction_install  # noqa: E402
 from knowledge import mcp as knowledge_mcp  # noqa: E402
-from memory.mcp.app import platform_app  # noqa: E402
-from memory.services.common import embedder  # noqa: E402
-from memory.services.startup import refuse_foreign_indices  # noqa: E402
+from memory.public import embedder, platform_app, refuse_foreign_indices  # noqa: E402
 
 logger = logging.getLogger(__name__)
 refuse_foreign_indices()  # never serve on another deployment's indices (a proven mismatch only)

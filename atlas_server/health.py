@@ -28,7 +28,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from atlas_platform import metrics
 from atlas_platform.cluster import Cluster, get_cluster
 from atlas_platform.jobs import outbox_depth
-from memory.services.intents import pending_intents
+from memory.public import pending_intents
 
 _checks = ThreadPoolExecutor(max_workers=8, thread_name_prefix="readyz")
 

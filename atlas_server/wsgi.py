@@ -7,6 +7,6 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "atlas_platform.settings")
 application = get_wsgi_application()
 
-from memory.services.startup import refuse_foreign_indices  # noqa: E402 (after Django's setup)
+from memory.public import refuse_foreign_indices  # noqa: E402 (after Django's setup)
 
 refuse_foreign_indices()  # never serve on another deployment's indices

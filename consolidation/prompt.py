@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atlas_platform.exceptions import AtlasError
-from memory.services.writes import CONTRADICTIONS, FACT_TYPES
-from memory.types import MemoryDoc
+from memory.public import CONTRADICTIONS, FACT_TYPES, MemoryDoc
 
 SYSTEM_PROMPT = """\
 You consolidate an AI agent's memory of one user. You receive the user's recent messages \

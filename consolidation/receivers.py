@@ -9,8 +9,7 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from consolidation.services.triggers import consolidation_episode_recorded
-from memory.signals import episode_recorded
-from memory.types import MemoryDoc
+from memory.public import MemoryDoc, episode_recorded
 from tenants.models import User
 
 logger = logging.getLogger(__name__)

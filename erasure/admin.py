@@ -32,7 +32,7 @@ from erasure.services import (
 )
 from erasure.services.preview import Preview, forget_request_dry_run
 from erasure.services.receipts import receipt_document
-from memory.admin.inspector import register_forget_handoff
+from memory.public import register_forget_handoff
 from tenants.admin.base import ScopedForm, ScopedModelAdmin
 from tenants.admin.site import site
 from tenants.models import User

@@ -20,7 +20,7 @@ from agents.mcp import call_for_user
 from knowledge import selectors as sel
 from knowledge.api import serializers as s
 from knowledge.services.handoff import handoff_build
-from memory.mcp.calls import identity_of
+from memory.public import identity_of
 from tenants.models import User
 
 Project = Annotated[

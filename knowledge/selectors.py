@@ -31,7 +31,7 @@ from knowledge.graph import (
 )
 from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import BLOCKED_STATUSES, DONE_STATUSES
-from memory.services.documents import searchable_search
+from memory.public import searchable_search
 from tenants.models import User
 
 MAX_SEARCH_OWNERS = 20

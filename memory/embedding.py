@@ -368,7 +368,8 @@ def load_embedder(kind: str) -> Embedder:
     hint = (
         ""
         if apps.is_installed("lab")
-        else " The offline model candidates (docs/models.md) come with the lab: install the dev "
-        "extra (pip install -e '.[dev]') so that the `lab` app is installed."
+        else " The offline model candidates (docs/models.md) come with the lab: install it "
+        "(make install-dev, or pip install -e ./atlas-lab) and run with "
+        "DJANGO_SETTINGS_MODULE=lab.settings."
     )
     raise ImproperlyConfigured(f"ATLAS_EMBEDDER must be one of {names}, not {kind!r}.{hint}")

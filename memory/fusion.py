@@ -11,7 +11,7 @@ from memory.engine.types import LegHit, Neighbours
 # returns, and at 30 a middling match in both legs (dense 8th, lexical 6th at half weight)
 # outranks the dense leg's second best: 1/38 + 0.5/36 > 1/32. At 5 a leg's top ranks count for
 # more than turning up twice: 1/13 + 0.5/11 < 1/7. A reranker reads every candidate, so its
-# order does not depend on this. Measured in lab/docs/recall-notebook.md ("session 4").
+# order does not depend on this. Measured in atlas-lab/lab/docs/recall-notebook.md ("session 4").
 RRF_RANK_CONSTANT = 5
 # leg_confidence compares a leg's top score with the one at this rank: recall's default page
 # (k=10), so the question is whether the best hit stands out from what a page would show.

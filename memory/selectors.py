@@ -76,6 +76,18 @@ def memory_episodes_after(
         )
 
 
+def memory_previous_turn(*, user: User, session_id: str, before: datetime) -> MemoryDoc | None:
+    """The user's newest turn of session ``session_id`` at or before ``before``, or None: the
+    one read a live turn adds for its lexical context (``memory.services.turn_context``)."""
+    with store_errors():
+        return backend().previous_turn(
+            tenant_id=user.memory_tenant_id,
+            user_id=user.memory_id,
+            session_id=session_id,
+            before=before,
+        )
+
+
 @dataclass
 class CatalogPage:
     documents: list[MemoryDoc]

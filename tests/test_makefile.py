@@ -11,8 +11,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def dry_run(tmp_path: Path, *args: str) -> str:
-    """``make -n`` in a copy holding only the Makefile and pyproject (a fresh clone's view)."""
-    for name in ("Makefile", "pyproject.toml"):
+    """``make -n`` in a copy holding only the Makefile and the pyprojects (a fresh clone's
+    view)."""
+    (tmp_path / "atlas-lab").mkdir(exist_ok=True)
+    for name in ("Makefile", "pyproject.toml", "atlas-lab/pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
     make = shutil.which("make") or "make"
     done = subprocess.run(  # noqa: S603 - fixed arguments
@@ -26,7 +28,17 @@ def test_run_installs_the_runtime_only_and_test_adds_the_dev_extra(tmp_path: Pat
     test = dry_run(tmp_path, "test")
 
     assert "pip install --quiet -e .\n" in run and ".[dev]" not in run
-    assert "-e '.[dev]'" in test
+    assert "atlas-lab" not in run and "lab.settings" not in run  # the product, without the lab
+    assert "-e '.[dev]' -e ./atlas-lab" in test
+
+
+def test_the_lab_commands_run_with_the_lab_settings(tmp_path: Path) -> None:
+    for target in ("eval", "bench-models"):
+        lines = [line for line in dry_run(tmp_path, target).splitlines() if "manage.py" in line]
+        lab_commands = [line for line in lines if "eval_recall" in line or "bench_models" in line]
+        assert lab_commands and all(
+            "DJANGO_SETTINGS_MODULE=lab.settings" in line for line in lab_commands
+        )
 
 
 def test_host_0_0_0_0_accepts_other_hosts_and_the_default_stays_local(tmp_path: Path) -> None:

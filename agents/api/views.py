@@ -47,7 +47,7 @@ from atlas_platform.api import error_body
 from atlas_platform.exceptions import PermissionDenied, ValidationError
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, WRITE_ERRORS, errors
 from atlas_platform.views import parsed
-from memory.api.base import UserView
+from memory.public import UserView
 
 TAGS = ["agents"]
 ACT_READ = (*READ_ERRORS, 403)

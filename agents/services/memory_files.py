@@ -21,7 +21,7 @@ from agents.models import Agent, MemoryFile
 from agents.selectors import own_project
 from agents.services.common import audit, now
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
-from memory.services.writes import memory_forget, memory_write
+from memory.public import memory_forget, memory_write
 
 MAX_PATH = 500
 _FRONT_KEY = re.compile(r"^([A-Za-z0-9_-]{1,64}):\s*(.*)$")

@@ -10,8 +10,7 @@ from django.db.models import F
 from agents.models import Agent, Session
 from agents.selectors import own_project, session_get
 from agents.services.common import clean_tags
-from memory.services.writes import memory_forget, memory_write
-from memory.types import MemoryDoc
+from memory.public import MemoryDoc, memory_forget, memory_write
 
 
 def agent_memory_write(

@@ -36,8 +36,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 from agents.models import Agent, AppliedOperation
 from agents.services.common import now
 from atlas_platform.exceptions import AtlasError, Unavailable
-from memory.services.intents import replayable
-from memory.services.writes import memory_writes_together
+from memory.public import memory_writes_together, replayable
 from tenants.models import User
 
 logger = logging.getLogger(__name__)

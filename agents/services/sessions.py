@@ -15,8 +15,7 @@ from agents.models import Agent, Presence, Session
 from agents.selectors import own_project, session_get
 from agents.services.common import audit, client_id, now
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
-from memory.services.common import clean_text
-from memory.services.writes import memory_turn_record
+from memory.public import clean_text, memory_turn_record
 
 END_REASONS = ("completed", "user_exit", "clear", "logout", "timeout", "error", "other")
 MAX_TURNS_PER_CALL = 10_000

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from atlas_platform.openapi import IDEMPOTENCY_KEY, WRITE_ERRORS, errors
 from consolidation.services.triggers import consolidation_request, run_dispatch_status
-from memory.api.base import UserView
+from memory.public import UserView
 
 
 class ConsolidateOut(serializers.Serializer[Any]):

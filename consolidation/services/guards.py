@@ -12,9 +12,7 @@ from django.conf import settings
 
 from consolidation.prompt import Answer, FactCandidate, ProcedureCandidate, ProcedureUpdate
 from consolidation.services.reads import Inputs
-from memory.plans import RecallPlan
-from memory.services.common import embedder, store_errors
-from memory.services.recall import memory_recall
+from memory.public import RecallPlan, embedder, memory_recall, store_errors
 from tenants.models import User
 
 DUPLICATE_NEIGHBOURS = 5

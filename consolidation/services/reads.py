@@ -9,10 +9,13 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from consolidation.models import ConsolidationState, PlaybookSuggestion
-from memory.plans import RecallPlan
-from memory.selectors import memory_episodes_after, memory_get_many
-from memory.services.recall import memory_recall
-from memory.types import MemoryDoc
+from memory.public import (
+    MemoryDoc,
+    RecallPlan,
+    memory_episodes_after,
+    memory_get_many,
+    memory_recall,
+)
 from tenants.models import User
 
 NEIGHBOURS_PER_EPISODE = 5

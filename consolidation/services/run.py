@@ -36,8 +36,7 @@ from consolidation.services.errors import UserBusy
 from consolidation.services.guards import Plan, procedure_text, screen
 from consolidation.services.reads import Inputs, read_inputs
 from consolidation.services.state import check_active, lease_acquire, lease_release, state_for
-from memory.errors import MemoryStoreUnavailable
-from memory.services.writes import memory_write, procedure_outcome_record
+from memory.public import MemoryStoreUnavailable, memory_write, procedure_outcome_record
 from tenants.services.audit import audit_record
 
 logger = logging.getLogger(__name__)

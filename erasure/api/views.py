@@ -13,7 +13,7 @@ from atlas_platform.views import parsed
 from erasure.api import serializers as s
 from erasure.selectors import forget_request_for_user, forget_requests_for_user
 from erasure.services import forget_request_open
-from memory.api.base import UserView
+from memory.public import UserView
 
 
 class ForgetRequestsView(UserView):

@@ -25,19 +25,17 @@ from atlas_platform.tombstones import tombstone_record
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services.preview import haystack
 from erasure.services.requests import ERASURE_LEASE
-from memory.models import IdempotencyRecord
-from memory.selectors import (
+from memory.public import (
+    ERASABLE_TYPES,
+    IdempotencyRecord,
+    memory_erase_page,
+    memory_expunge_deleted,
+    memory_expunge_later,
     memory_ids_page,
     memory_personal_all,
     memory_remaining_count,
     memory_supporting_episode_ids,
 )
-from memory.services.erasure import (
-    memory_erase_page,
-    memory_expunge_deleted,
-    memory_expunge_later,
-)
-from memory.types import ERASABLE_TYPES
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_record
 from tenants.services.scoped_keys import scoped_key_invalidate

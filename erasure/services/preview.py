@@ -21,8 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from erasure.models import ForgetRequest
-from memory.selectors import memory_personal_all
-from memory.types import PERSONAL_TYPES, MemoryDoc
+from memory.public import PERSONAL_TYPES, MemoryDoc, memory_personal_all
 
 SAMPLE_CHARS = 300  # a sample text is cut here: enough to recognise it
 

@@ -36,7 +36,7 @@ from knowledge.selectors import (
 from knowledge.services.entities import entity_restore, entity_upsert
 from knowledge.services.handoff import handoff_build
 from knowledge.services.reconcile import reconcile_apply, reconcile_plan, reconcile_run_get
-from memory.api.base import UserView
+from memory.public import UserView
 
 TAGS = ["knowledge"]
 ACT_WRITE = (*WRITE_ERRORS, 403)

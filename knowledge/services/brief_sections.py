@@ -21,7 +21,7 @@ from knowledge.models import Entity, Revision
 from knowledge.parsing import DONE_STATUSES
 from knowledge.selectors import blocked_entities
 from knowledge.services.brief import Item, reason_of, relative, shorten
-from memory.services.recall import memory_recall
+from memory.public import memory_recall
 from tenants.models import User
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from agents.services.common import client_id, now
 from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
 from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import ParsedNote, clean_path, derived_key, parse_note, stem
-from memory.services.documents import searchable_delete, searchable_embed, searchable_put
+from memory.public import searchable_delete, searchable_embed, searchable_put
 from tenants.models import User
 from tenants.services.audit import audit_record
 

@@ -56,7 +56,7 @@ TITLES = {
     "recent_changes": "## Recent note changes",
 }
 # The first round of the fit: how many items each section gets before any section gets more
-# (chosen on the dev split of lab/evaluation/briefs; docs/brief.md).
+# (chosen on the dev split of atlas-lab/lab/evaluation/briefs; docs/brief.md).
 FIRST = {
     "conflicts": 5,
     "active_blockers": 3,

@@ -25,7 +25,7 @@ from django.db.migrations.recorder import MigrationRecorder
 
 from atlas_platform.tombstones import tombstone_position
 from lifecycle.services.manifest import FORMAT, manifest_write
-from memory.services.backup import memory_store_backup, memory_store_counts, memory_store_kind
+from memory.public import memory_store_backup, memory_store_counts, memory_store_kind
 from tenants.models import Tenant
 from tenants.services.audit import audit_record
 from tenants.services.deployment import deployment_id

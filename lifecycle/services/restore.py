@@ -32,10 +32,14 @@ from erasure.models import ForgetRequest
 from erasure.services import forget_request_execute
 from lifecycle.services.backup import applied_migrations
 from lifecycle.services.manifest import manifest_read
-from memory.services.backup import memory_store_empty, memory_store_kind, memory_store_restore
-from memory.services.erasure import memory_erase_page
-from memory.services.idempotency import idempotency_forget
-from memory.types import ERASABLE_TYPES
+from memory.public import (
+    ERASABLE_TYPES,
+    idempotency_forget,
+    memory_erase_page,
+    memory_store_empty,
+    memory_store_kind,
+    memory_store_restore,
+)
 from tenants.models import Deployment, PlatformToken, Tenant, User
 from tenants.services.audit import audit_record
 from tenants.services.restored_keys import cluster_keys_reconcile

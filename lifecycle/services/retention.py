@@ -22,8 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from erasure.models import ForgetRequest
-from memory.selectors import memory_ids_stored_before
-from memory.services.erasure import memory_erase_page
+from memory.public import memory_erase_page, memory_ids_stored_before
 from tenants.models import Tenant, User
 from tenants.services.audit import audit_expire, audit_record
 

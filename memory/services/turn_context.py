@@ -8,7 +8,7 @@ stay the turn's own words.
 
 ``ATLAS_TURN_CONTEXT`` names the parts, comma-separated: ``previous`` (the turn before it in
 the same session), ``speaker`` (``metadata.speaker``), ``date`` (the session day, as words).
-Empty: the turn alone. Measurements: lab/docs/recall-notebook.md ("Methods for
+Empty: the turn alone. Measurements: atlas-lab/lab/docs/recall-notebook.md ("Methods for
 conversational recall").
 
 The lexical context (``ATLAS_TURN_LEXICAL_CONTEXT``, parts ``previous``, ``speaker``,
@@ -22,7 +22,7 @@ words never stay searchable in a neighbour. The live write path (``memory_turn_r
 (``MemoryBackend.previous_turn``, one bounded read), and with ``next`` also rewrites that
 turn's context (one update per turn: off by default, measured as not worth it);
 ``memory_import`` takes both neighbours from the batch. Measurements:
-lab/docs/recall-notebook.md ("A lexical context field for turns").
+atlas-lab/lab/docs/recall-notebook.md ("A lexical context field for turns").
 """
 
 from __future__ import annotations

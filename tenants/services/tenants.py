@@ -82,9 +82,12 @@ def tenant_onboard(
     admin_password: str,
     admin_email: str = "",
     user_external_ids: Sequence[str] = (),
+    statistics_scope: str = Tenant.StatisticsScope.TENANT,
 ) -> Onboarding:
     """Create a tenant, its first tenant admin and its initial users (with scoped keys; a
-    cluster-enforced tenant also gets its catalog key).
+    cluster-enforced tenant also gets its catalog key). ``statistics_scope``: whose documents
+    score a user's lexical recall (``Tenant.statistics_scope``); a tenant born with it has
+    nothing to migrate, later changes take ``manage.py es_layout_migrate``.
 
     All or nothing: if any step fails (a cluster key among them) nothing is kept and keys
     created so far are invalidated again. One audit event, ``tenant.onboard``.
@@ -93,7 +96,7 @@ def tenant_onboard(
     created outside any transaction, then the key rows and the audit event are written
     together. A failure after the first commit deletes what it wrote again.
     """
-    tenant = Tenant(slug=slug.strip(), name=name.strip())
+    tenant = Tenant(slug=slug.strip(), name=name.strip(), statistics_scope=statistics_scope)
     validate(tenant)
     ids = check_external_ids(user_external_ids)
     check_new_account(username=admin_username, password=admin_password)
@@ -132,6 +135,7 @@ def tenant_onboard(
                 metadata={
                     "slug": tenant.slug,
                     "isolation_mode": tenant.isolation_mode,
+                    "statistics_scope": tenant.statistics_scope,
                     "admin": admin_username,
                     "users": ids,
                     "keys": [k.key_id for k in result.keys],

@@ -95,7 +95,7 @@ def test_without_the_lab_the_product_starts_and_a_candidate_name_points_at_it(tm
     product = tmp_path / "product"
     product.mkdir()
     for entry in ROOT.iterdir():
-        if entry.name not in {"lab", "tests"} and not entry.name.startswith("."):
+        if entry.name not in {"atlas-lab", "tests"} and not entry.name.startswith("."):
             (product / entry.name).symlink_to(entry)
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "atlas_platform.settings"}
     done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
@@ -112,4 +112,4 @@ def test_without_the_lab_the_product_starts_and_a_candidate_name_points_at_it(tm
     refusal = done.stdout.strip().splitlines()[-1]  # after `check`'s "no issues" line
     assert refusal.startswith("ImproperlyConfigured ATLAS_EMBEDDER must be one of local, ")
     assert "'e5-small-v2-int8'" in refusal
-    assert "come with the lab" in refusal and "'.[dev]'" in refusal
+    assert "come with the lab" in refusal and "DJANGO_SETTINGS_MODULE=lab.settings" in refusal

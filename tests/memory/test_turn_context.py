@@ -12,6 +12,7 @@ import numpy as np
 
 from memory.engine.types import MemoryDoc
 from memory.plans import RecallPlan
+from memory.selectors import memory_previous_turn
 from memory.services.common import backend, embedder
 from memory.services.imports import ImportedMemory, memory_import
 from memory.services.recall import memory_recall
@@ -188,6 +189,23 @@ def test_a_live_turn_is_indexed_with_its_sessions_previous_turn(people, settings
     assert shown.count("birthday") == 1  # only the asking turn's own text says it
     off = _recall(people, "birthday party venue", context_boost=0.0)
     assert [h.doc.id for h in off.hits] == [asked.id]
+
+
+def test_the_previous_turn_selector_reads_the_users_own_session_before_a_time(people) -> None:
+    first, second, elsewhere = memory_import(
+        user=people.alice,
+        memories=[turn("first", 1), turn("second", 2), turn("other session", 3, session="s02")],
+    )
+
+    def before(minute: int, user=people.alice, session: str = "s01") -> str | None:
+        doc = memory_previous_turn(
+            user=user, session_id=session, before=MAY + timedelta(minutes=minute)
+        )
+        return doc.id if doc is not None else None
+
+    assert before(5) == second.id and before(1) == first.id and before(0) is None
+    assert before(5, session="s02") == elsewhere.id
+    assert before(5, user=people.bob) is None  # another user's session of the same name
 
 
 def test_an_import_takes_the_context_from_the_batch(people, settings) -> None:

@@ -493,7 +493,7 @@ class LoadedRun:
     timings_s: dict[str, float] = field(default_factory=dict)
 
 
-def _onboard(slug: str, name: str, external_ids: list[str]) -> Any:
+def _onboard(slug: str, name: str, external_ids: list[str], statistics_scope: str) -> Any:
     from tenants.services.tenants import tenant_onboard
 
     return tenant_onboard(
@@ -502,23 +502,8 @@ def _onboard(slug: str, name: str, external_ids: list[str]) -> Any:
         admin_username=f"{slug}-admin",
         admin_password=f"{secrets.token_urlsafe(18)}-Ev4l",
         user_external_ids=external_ids,
+        statistics_scope=statistics_scope,
     )
-
-
-def _set_statistics_scope(onboarding: Any, scope: str) -> None:
-    """Switch a fresh (empty) tenant's statistics scope; its keys are rotated to name the
-    users' own indices."""
-    from memory.services.scoping import tenant_layout
-    from tenants.services.scoped_keys import scoped_key_rotate
-
-    tenant = onboarding.tenant
-    tenant.statistics_scope = scope
-    tenant.save(update_fields=["statistics_scope"])
-    tenant_layout.clear()
-    for user in onboarding.users:
-        user.tenant = tenant
-        if user.current_key() is not None:
-            scoped_key_rotate(user=user)
 
 
 def load_run(
@@ -534,14 +519,19 @@ def load_run(
     ``statistics_scope``: the main tenant's (``Tenant.statistics_scope``)."""
     import time
 
-    from memory.services.catalog import catalog_doc_id, catalog_import
+    from memory.public import catalog_doc_id, catalog_import
 
     suffix = suffix or secrets.token_hex(4)
     started = time.perf_counter()
-    main = _onboard(f"eval-{suffix}", f"Recall eval {suffix}", [p.persona for p in personas])
-    other = _onboard(f"eval-{suffix}-foreign", f"Recall eval {suffix} (foreign)", ["foreign"])
-    if statistics_scope != main.tenant.statistics_scope:
-        _set_statistics_scope(main, statistics_scope)
+    main = _onboard(
+        f"eval-{suffix}",
+        f"Recall eval {suffix}",
+        [p.persona for p in personas],
+        statistics_scope,
+    )
+    other = _onboard(
+        f"eval-{suffix}-foreign", f"Recall eval {suffix} (foreign)", ["foreign"], "tenant"
+    )
     timings = {"onboard_s": round(time.perf_counter() - started, 2)}
     users = {}
     for persona, user in zip(personas, main.users, strict=True):
@@ -582,8 +572,7 @@ def load_persona(persona: Persona, user: Any) -> LoadedUser:
     and playbooks; every superseding fact goes through ``memory_write`` in time order, with its
     ``supersedes`` keys mapped to ids, so the service marks the older facts as it would live.
     """
-    from memory.services.imports import memory_import
-    from memory.services.writes import memory_write
+    from memory.public import memory_import, memory_write
 
     loaded = LoadedUser(persona=persona.persona, user=user)
     plain = [m for m in persona.memories if not m.raw.get("supersedes")]
@@ -620,7 +609,7 @@ def load_persona(persona: Persona, user: Any) -> LoadedUser:
 def _imported(memory: Memory, ids: dict[str, str]) -> Any:
     """What ``memory_import`` takes for ``memory``: the document a turn (episodes) or
     ``memory_write`` (facts, playbooks) would store, as of its timestamp."""
-    from memory.services.imports import ImportedMemory
+    from memory.public import ImportedMemory
 
     raw, when = memory.raw, memory.timestamp
     if memory.type == "episodic":

@@ -79,28 +79,33 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
 
 
 def bench_user(slug: str = "bench") -> Any:
-    """A throwaway tenant ``<slug>-<hex>`` and its user, cluster-enforced (with a scoped key)
-    when the backend is Elasticsearch with document-level security."""
-    from atlas_platform.cluster import get_cluster
-    from tenants.models import Tenant, User
-    from tenants.services.scoped_keys import scoped_key_provision
+    """A throwaway tenant ``<slug>-<hex>`` and its user, onboarded as an operator would
+    (``tenant_onboard``: cluster-enforced, with a scoped key, when the cluster offers
+    document-level security)."""
+    from tenants.services.tenants import tenant_onboard
 
     suffix = secrets.token_hex(3)
-    cluster = get_cluster()
-    dls = (
-        settings.ATLAS_MEMORY_BACKEND == "elasticsearch"
-        and cluster is not None
-        and cluster.dls_available()
-    )
-    tenant = Tenant.objects.create(
+    onboarding = tenant_onboard(
         slug=f"{slug}-{suffix}",
         name=f"{slug} {suffix}",
-        isolation_mode=Tenant.IsolationMode.DLS if dls else Tenant.IsolationMode.FILTER,
+        admin_username=f"{slug}-{suffix}-admin",
+        admin_password=f"{secrets.token_urlsafe(18)}-B3nch",
+        user_external_ids=["bench-user"],
     )
-    user = User.objects.create(tenant=tenant, external_id="bench-user")
-    if dls:
-        scoped_key_provision(user=user)
-    return user
+    return onboarding.users[0]
+
+
+def bench_user_remove(user: Any) -> None:
+    """What ``bench_user`` made, gone again (its documents already out of the store): the
+    tenant suspended first (its cluster keys stop working), then the user, the onboarding's
+    tenant admin and the tenant row (the rows under them go with them)."""
+    from tenants.services.tenants import tenant_suspend
+
+    tenant = tenant_suspend(tenant=user.tenant)
+    user.delete()
+    for operator in tenant.operators.select_related("account"):
+        operator.account.delete()  # its operator row goes with it
+    tenant.delete()
 
 
 def rss_mb() -> float:
@@ -149,10 +154,13 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {options['json_path']}")
 
     def _run_size(self, size: int, rng: random.Random, options: dict[str, Any]) -> dict[str, Any]:
-        from memory.plans import RecallPlan
-        from memory.services.common import backend
-        from memory.services.recall import memory_recall
-        from memory.services.writes import memory_turn_record, memory_write
+        from memory.public import (
+            RecallPlan,
+            memory_previous_turn,
+            memory_recall,
+            memory_turn_record,
+            memory_write,
+        )
 
         user = bench_user()
         started = time.perf_counter()
@@ -179,11 +187,8 @@ class Command(BaseCommand):
         lookups = []
         for _ in range(options["turns"] * 4):
             mark = time.perf_counter()
-            backend().previous_turn(
-                tenant_id=user.memory_tenant_id,
-                user_id=user.memory_id,
-                session_id=f"s{rng.randrange(sessions)}",
-                before=datetime.now(UTC),
+            memory_previous_turn(
+                user=user, session_id=f"s{rng.randrange(sessions)}", before=datetime.now(UTC)
             )
             lookups.append((time.perf_counter() - mark) * 1000)
         queries = [
@@ -217,7 +222,7 @@ class Command(BaseCommand):
     def _bulk_load(self, user: Any, count: int, rng: random.Random) -> None:
         from datetime import timedelta
 
-        from memory.services.imports import ImportedMemory, memory_import
+        from memory.public import ImportedMemory, memory_import
 
         now = datetime.now(UTC)
         types = ["episodic", "episodic", "semantic", "procedural"]

@@ -57,9 +57,7 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(report, indent=1))
 
     def _run(self, options: dict[str, Any]) -> dict[str, Any]:
-        from memory.plans import RecallPlan
-        from memory.services.common import embedder
-        from memory.services.recall import memory_recall
+        from memory.public import RecallPlan, embedder, memory_recall
 
         rng = random.Random(options["seed"])  # noqa: S311 - synthetic data, not secrets
         user = bench_user("spread")

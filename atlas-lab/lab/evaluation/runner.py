@@ -20,7 +20,7 @@ from lab.evaluation.corpus import (
     Question,
 )
 from lab.evaluation.metrics import KS, evidence_ranks, first_hit_rank, paired, scores
-from memory.plans import DEFAULT_PLAN, RecallPlan
+from memory.public import DEFAULT_PLAN, RecallPlan
 
 K = 10
 
@@ -116,7 +116,7 @@ def _recall(
     ablation: Ablation,
     offset: timedelta = timedelta(0),
 ) -> Any:
-    from memory.services.recall import memory_recall
+    from memory.public import memory_recall
 
     return memory_recall(
         user=user,

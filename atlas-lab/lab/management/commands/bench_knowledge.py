@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from lab.management.commands.bench import bench_user, percentiles
+from lab.management.commands.bench import bench_user, bench_user_remove, percentiles
 
 TOPICS = [
     "billing database migration",
@@ -159,11 +159,9 @@ class Command(BaseCommand):
 
     def _clean(self, user: Any) -> None:
         from knowledge.models import Entity
-        from memory.services.documents import searchable_delete
+        from memory.public import searchable_delete
 
         ids = list(Entity.objects.filter(user=user).values_list("doc_id", flat=True))
         for start in range(0, len(ids), 500):
             searchable_delete(user=user, doc_ids=ids[start : start + 500])
-        tenant = user.tenant
-        user.delete()
-        tenant.delete()
+        bench_user_remove(user)

@@ -197,7 +197,7 @@ def _in_project(ref: str, project: Any) -> bool:
     """Whether the record an item names belongs to ``project`` (messages: to the agent)."""
     from agents.models import Session, Task
     from knowledge.models import Entity
-    from memory.selectors import memory_get
+    from memory.public import memory_get
 
     kind, _, ident = ref.partition(":")
     if kind in ("entity", "conflict"):

@@ -289,9 +289,9 @@ def _corpus_gates(text: str) -> dict[str, float]:
 
 
 def _embedder_name() -> str:
-    from memory.embedding import default_embedder
+    from memory.public import embedder
 
-    model = default_embedder()
+    model = embedder()
     return str(getattr(model, "name", type(model).__name__))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from lab.evaluation import brief as ev
-from lab.management.commands.bench import bench_user
+from lab.management.commands.bench import bench_user, bench_user_remove
 
 
 class Command(BaseCommand):
@@ -65,11 +65,9 @@ class Command(BaseCommand):
 
 def clean(user: Any) -> None:
     """The history's documents out of the store (its memories, its notes' search documents),
-    then its user and tenant (the rows under them go with them)."""
+    then its user and tenant (``bench_user_remove``)."""
     from knowledge.models import Entity
-    from memory.selectors import memory_ids_page
-    from memory.services.documents import searchable_delete
-    from memory.services.erasure import memory_erase_page
+    from memory.public import memory_erase_page, memory_ids_page, searchable_delete
 
     for kind in ("episodic", "semantic", "procedural"):
         mine = {"tenant_id": user.memory_tenant_id, "user_id": user.memory_id}
@@ -78,9 +76,7 @@ def clean(user: Any) -> None:
     docs = list(Entity.objects.filter(user=user).values_list("doc_id", flat=True))
     for start in range(0, len(docs), 500):
         searchable_delete(user=user, doc_ids=docs[start : start + 500])
-    tenant = user.tenant
-    user.delete()
-    tenant.delete()
+    bench_user_remove(user)
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 from lab.evaluation.corpus import LoadedRun, Persona, Question
 from lab.evaluation.metrics import Rank, evidence_ranks, first_hit_rank, scores
 from lab.evaluation.runner import K, select_questions
-from memory.plans import RecallPlan
+from memory.public import RecallPlan
 
 # The knobs and the values tried; the first value of each is not special (the current default
 # is whatever the starting plan holds).
@@ -118,7 +118,7 @@ class Sweeper:
         limit: int | None = None,
         conditions: Sequence[tuple[str, int]] = CONDITIONS,
     ) -> None:
-        from memory.services.common import embedder
+        from memory.public import embedder
 
         self.run = run
         self.personas = list(personas)
@@ -160,7 +160,7 @@ class Sweeper:
         groups: dict[str, list[Rank]],
         kinds: dict[str, list[Rank]],
     ) -> None:
-        from memory.services.recall import memory_recall
+        from memory.public import memory_recall
 
         loaded = self.run.users[persona.persona]
         names = {**{v: k for k, v in self.run.catalog_ids.items()}, **loaded.id_to_key}

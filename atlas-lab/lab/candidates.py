@@ -23,7 +23,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memory.embedding import (
+from memory.public import (
     MINILM_TOKENIZER,
     Embedder,
     EmbeddingError,

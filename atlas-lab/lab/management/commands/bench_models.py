@@ -117,7 +117,7 @@ def package_mib(name: str) -> tuple[str, float | None]:
 
 
 def measure_embedder(name: str, repeats: int) -> dict[str, Any]:
-    from memory.embedding import load_embedder
+    from memory.public import load_embedder
 
     gc.collect()
     before = rss_mib()
@@ -159,7 +159,7 @@ def measure_embedder(name: str, repeats: int) -> dict[str, Any]:
 
 
 def measure_reranker(path: str, repeats: int) -> dict[str, Any]:
-    from memory.rerank import OnnxCrossEncoderReranker
+    from memory.public import OnnxCrossEncoderReranker
 
     gc.collect()
     before = rss_mib()
