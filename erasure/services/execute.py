@@ -16,13 +16,12 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
+from atlas_platform.ledger import ledger_user_purge
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services.requests import ERASURE_LEASE
-from memory.models import IdempotencyRecord
 from memory.selectors import (
     memory_ids_page,
     memory_personal_all,
@@ -179,7 +178,7 @@ class _Job:
             row = self._locked()
             progress = list(row.progress.order_by("id").prefetch_related("erased_pages"))
             user = row.user
-            purged = _purge_idempotency(user) if user is not None else 0
+            purged = ledger_user_purge(user=user) if user is not None else 0
             others = _purge_other_apps(user, whole=row.scope == ForgetRequest.Scope.USER)
             erased = {i for p in progress for i in p.erased_ids()}
             now = timezone.now()
@@ -309,18 +308,6 @@ def _haystack(doc: MemoryDoc) -> str:
     return " ".join(" ".join(f.split()) for f in fields).casefold()
 
 
-def _purge_idempotency(user: User) -> int:
-    """The user's stored API responses (they may quote memory text): through the user's own
-    tokens, and tenant tokens' requests on the user's paths."""
-    mine = Q(token__user=user) | Q(
-        token__tenant_id=user.tenant_id,
-        token__user__isnull=True,
-        request_line__contains=f"/users/{user.external_id}/",
-    )
-    deleted, _ = IdempotencyRecord.objects.filter(mine).delete()
-    return int(deleted)
-
-
 def _purge_other_apps(user: User | None, *, whole: bool) -> dict[str, int]:
     """What the apps above memory hold of the user (``tenants.signals.user_data_erasing``)."""
     if user is None:
@@ -335,6 +322,6 @@ def _purge_other_apps(user: User | None, *, whole: bool) -> dict[str, int]:
 
 
 def _delete_user(user: User) -> None:
-    """The subject's row, its own tokens (their idempotency rows cascade) and key rows."""
+    """The subject's row, its own tokens and key rows (their ledger entries went before)."""
     PlatformToken.objects.filter(user=user).delete()
     user.delete()
