@@ -13,7 +13,6 @@ from rest_framework import serializers
 from agents.api import serializers as s
 from agents.models import (
     Agent,
-    AppliedOperation,
     Machine,
     MemoryFile,
     Message,
@@ -23,6 +22,8 @@ from agents.models import (
     Task,
     TaskTransition,
 )
+from agents.selectors import ledger_scope
+from atlas_platform.models import LedgerEntry
 from tenants.exports import in_batches, register_export
 from tenants.models import User
 
@@ -44,13 +45,20 @@ class TaskTransitionExportOut(serializers.Serializer[TaskTransition]):
     created_at = serializers.DateTimeField(help_text="When.")
 
 
-class OperationExportOut(serializers.Serializer[AppliedOperation]):
-    operation_id = serializers.CharField(help_text="The client's operation id.")
-    kind = serializers.CharField(help_text="The operation's kind.")
-    state = serializers.CharField(help_text="pending | done.")
-    status_code = serializers.IntegerField(help_text="Its answer's HTTP status.")
-    result = serializers.JSONField(help_text="Its stored answer (replayed to a retry).")
+class OperationExportOut(serializers.Serializer[LedgerEntry]):
+    operation_id = serializers.CharField(source="key", help_text="The client's operation id.")
+    kind = serializers.CharField(source="request", help_text="The operation's kind.")
+    state = serializers.SerializerMethodField(help_text="pending | done.")
+    status_code = serializers.IntegerField(
+        allow_null=True, help_text="Its answer's HTTP status (null while pending)."
+    )
+    result = serializers.JSONField(
+        source="response", allow_null=True, help_text="Its stored answer (replayed to a retry)."
+    )
     created_at = serializers.DateTimeField(help_text="When it was first applied.")
+
+    def get_state(self, entry: LedgerEntry) -> str:
+        return "pending" if entry.status_code is None else "done"
 
 
 def _agents(user: User) -> Any:
@@ -124,7 +132,7 @@ SECTIONS: tuple[tuple[str, Any, type[serializers.Serializer[Any]], str], ...] = 
     ),
     (
         "agent_operations",
-        lambda user: in_batches(AppliedOperation.objects.filter(user=user)),
+        lambda user: in_batches(LedgerEntry.objects.filter(scope=ledger_scope(user))),
         OperationExportOut,
         "The replay ledger: operations applied for the user and their stored answers.",
     ),

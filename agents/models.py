@@ -1,12 +1,13 @@
 """Coding agents' work records: agents, machines and presence, projects, sessions, tasks,
-messages, and the ledger of applied client operations (exactly-once replay)."""
+messages and memory files (the operations they applied are in the platform's exactly-once
+ledger, ``atlas_platform.ledger``)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -256,44 +257,6 @@ class Presence(models.Model):
         if age >= timedelta(seconds=settings.ATLAS_PRESENCE_IDLE_S) or self.session_id is None:
             return "idle"
         return "active"
-
-
-class AppliedOperation(models.Model):
-    """A client operation id the batch endpoint applied, with its request hash and result: a
-    replay by the same agent (even days later) answers the stored result. Kept
-    ``ATLAS_OPERATION_TTL_DAYS``."""
-
-    class State(models.TextChoices):
-        PENDING = "pending", "Being applied"
-        DONE = "done", "Applied"
-
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="applied_operations")
-    # The agent that applied it: only that agent gets its answer back (another agent of the
-    # user reusing the id is refused, 409). None: applied before agents were recorded, or the
-    # agent was removed since; such an id answers no agent.
-    agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    operation_id = models.CharField(max_length=128)
-    kind = models.CharField(max_length=32)
-    request_hash = models.CharField(max_length=64)
-    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
-    status_code = models.PositiveSmallIntegerField(
-        default=200, validators=[MinValueValidator(200), MaxValueValidator(299)]
-    )
-    result = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["user", "operation_id"], name="operation_id_unique_per_user"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.operation_id} ({self.kind})"
 
 
 class MemoryFile(models.Model):

@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from agents.models import (
     Agent,
-    AppliedOperation,
     MemoryFile,
     Message,
     Presence,
@@ -23,6 +22,7 @@ from agents.models import (
     Task,
 )
 from atlas_platform.exceptions import NotFound, PermissionDenied
+from atlas_platform.ledger import ledger_answers
 from memory.public import memory_get_many
 from tenants.models import PlatformToken, Tenant, User
 
@@ -218,18 +218,23 @@ def memory_file_texts(*, user: User, rows: list[MemoryFile]) -> dict[str, str]:
     return {doc.id: doc.text for doc in memory_get_many(user=user, memory_ids=ids)}
 
 
-# --- the replay ledger ----------------------------------------------------------------------
+# --- the replay ledger (atlas_platform.ledger) ----------------------------------------------
+def ledger_scope(user: User) -> str:
+    """Where a user's operation ids are unique in the exactly-once ledger."""
+    return f"user:{user.pk}"
+
+
+def ledger_owner(agent: Agent | None) -> str:
+    """Who within the user's scope gets an operation's answer back: the agent that sent it."""
+    return f"agent:{agent.pk}" if agent is not None else ""
+
+
 def applied_operation_results(
     *, user: User, agent: Agent, operation_ids: set[str]
 ) -> dict[str, dict[str, Any]]:
     """The results of the operations this agent of the user applied with these ids (what a
     later operation's ``$ref`` reads; ``agents.api.refs``): never another agent's."""
-    if not operation_ids:
-        return {}
-    rows = AppliedOperation.objects.filter(
-        user=user,
-        agent=agent,
-        operation_id__in=operation_ids,
-        state=AppliedOperation.State.DONE,
-    ).values_list("operation_id", "result")
-    return {op_id: result for op_id, result in rows if isinstance(result, dict)}
+    answers = ledger_answers(
+        scope=ledger_scope(user), owner=ledger_owner(agent), keys=operation_ids
+    )
+    return {op_id: result for op_id, result in answers.items() if isinstance(result, dict)}

@@ -241,14 +241,13 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Re-queue forget requests whose worker died (their lease expired) or whose message was lost.
     "erasure-resume-stalled": {"task": "erasure.resume_stalled", "schedule": 300.0},
-    # Stored API responses (Idempotency-Key replays) hold memory text: keep them 24 h, no longer.
-    "idempotency-purge": {"task": "memory.idempotency_purge", "schedule": 3600.0},
+    # The exactly-once ledger's entries past their lifetime (24 h for an Idempotency-Key, whose
+    # stored responses hold memory text; ATLAS_OPERATION_TTL_DAYS for an operation id).
+    "ledger-purge": {"task": "atlas_platform.ledger_purge", "schedule": 3600.0},
     # Store writes left unsettled by a crash nobody retried (memory.services.intents).
     "memory-intents-reconcile": {"task": "memory.intents_reconcile", "schedule": 60.0},
     # Jobs whose publish failed (broker down) are sent again (atlas_platform.jobs outbox).
     "jobs-outbox-flush": {"task": "atlas_platform.jobs_flush", "schedule": 30.0},
-    # Applied client operations of agents (offline replay) past ATLAS_OPERATION_TTL_DAYS.
-    "agents-operations-purge": {"task": "agents.operations_purge", "schedule": 3600.0},
     # Scoped cluster keys near their expiry are rotated (ATLAS_SCOPED_KEY_TTL_DAYS).
     "scoped-keys-renew": {"task": "tenants.scoped_keys_renew", "schedule": 3600.0},
     # Entities written while the memory store was down get their searchable document; tombstones

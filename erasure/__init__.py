@@ -12,8 +12,9 @@ The job, per personal memory type (episodic, semantic, procedural), through memo
 functions (``memory_ids_page``, ``memory_erase_page``, ``memory_remaining_count``): find a page
 of the user's documents with the platform's writer credential (tenant + user filter, ids only),
 journal the page's ids, delete them in bulk, count them; then verify that a count per type
-finds nothing left, purge the user's stored API responses (``IdempotencyRecord``: they quote
-memory text) and, if asked, invalidate the user's cluster key and delete the user record.
+finds nothing left, purge the user's entries of the exactly-once ledger
+(``atlas_platform.ledger``: stored API responses and operation results quote memory text) and,
+if asked, invalidate the user's cluster key and delete the user record.
 
 The dry run (``services/preview.py``): counts per memory type, the time span and a bounded
 sample of texts, shown when the request is opened and on the approval page, taken again when the
@@ -32,8 +33,9 @@ Where text could survive, and why it does not:
   previews shown to operators are never stored, only their counts and ids' hash. The query is
   never in audit events, API responses or logs;
 - ``ErasureProgress`` and the receipt: ids and counts only;
-- idempotency records of the user (their tokens, and tenant tokens' requests on the user's
-  paths) are deleted by every erasure, whatever its scope;
+- the exactly-once ledger's entries of the user (``Idempotency-Key`` responses of their tokens
+  and of tenant tokens' requests on the user's paths, their agents' operation results) are
+  deleted by every erasure, whatever its scope (the receipt's ``idempotency_records_deleted``);
 - Celery messages carry the request id only; the job logs ids and counts only.
 
 Query scope: "matching" is a case-insensitive, whitespace-normalised phrase contained in a

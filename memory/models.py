@@ -1,54 +1,15 @@
 """Models of the memory app.
 
 Memories themselves live in the memory engine, not in the database; the tables here are the
-REST API's idempotency ledger and the per-tenant recall statistics.
+per-tenant recall statistics and the intents of store writes (the keys callers name for their
+writes are in the platform's exactly-once ledger, ``atlas_platform.ledger``).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from tenants.models import PlatformToken, Tenant
-
-IDEMPOTENCY_TTL = timedelta(hours=24)
-
-
-class IdempotencyRecord(models.Model):
-    """One ``Idempotency-Key`` a token used for a write, and the response it got.
-
-    ``status_code`` is null while the first request is still running (for at most its lease,
-    ``lease_until``). A record older than ``IDEMPOTENCY_TTL`` is treated as absent (and
-    replaced) when its key comes back.
-
-    Erasure note: ``response_body`` is the response the client already received and may hold
-    memory text (for at most 24 h). Forget requests that erase a user's text must also delete
-    that user's records here (``idempotency_purge`` removes expired ones).
-    """
-
-    token = models.ForeignKey(
-        PlatformToken, on_delete=models.CASCADE, related_name="idempotency_records"
-    )
-    key = models.CharField(max_length=255)
-    request_line = models.TextField()  # "POST /api/v1/users/alice/memories"
-    request_hash = models.CharField(max_length=64)  # sha256 of the raw request body
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_body = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    # While the first request runs: past this instant a retry takes the claim over and runs
-    # the write again under the same derived memory ids (it finds what the first one stored).
-    lease_until = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["token", "key"], name="idempotency_key_once_per_token")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.request_line} [{self.key}]"
-
+from tenants.models import Tenant
 
 # Upper bounds (ms) of the recall latency histogram; a recall slower than the last one lands in
 # the ``OVERFLOW_MS`` bucket. Fixed buckets make recording one UPDATE and percentiles exact to
@@ -88,7 +49,7 @@ class WriteIntent(models.Model):
     ``Idempotency-Key`` or operation id) finds it and settles it; past
     ``ATLAS_INTENT_GRACE_S`` the reconciler takes the memory back out of the store
     (``memory.services.intents.intents_reconcile``). ``replayable``: a ledger may send the same
-    write again, so the settled row is kept (until the ledgers forget their keys) to answer
+    write again, so the settled row is kept (until the ledger forgets its keys) to answer
     "already audited"; other intents are deleted once settled.
     """
 

@@ -60,8 +60,6 @@ _HOMES: dict[str, str] = {
     "memory_erase_page": "memory.services.erasure",
     "memory_expunge_deleted": "memory.services.erasure",
     "memory_expunge_later": "memory.services.erasure",
-    "IdempotencyRecord": "memory.models",  # the stored replies an erasure purges
-    "idempotency_forget": "memory.services.idempotency",
     # backup, restore and retention (lifecycle)
     "memory_store_kind": "memory.services.backup",
     "memory_store_counts": "memory.services.backup",
@@ -115,7 +113,6 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
     from memory.errors import MemoryStoreUnavailable as MemoryStoreUnavailable
     from memory.mcp.app import platform_app as platform_app
     from memory.mcp.calls import call as call, identity_of as identity_of
-    from memory.models import IdempotencyRecord as IdempotencyRecord
     from memory.plans import DEFAULT_PLAN as DEFAULT_PLAN, RecallPlan as RecallPlan
     from memory.rerank import OnnxCrossEncoderReranker as OnnxCrossEncoderReranker
     from memory.selectors import (
@@ -156,7 +153,6 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
         memory_expunge_deleted as memory_expunge_deleted,
         memory_expunge_later as memory_expunge_later,
     )
-    from memory.services.idempotency import idempotency_forget as idempotency_forget
     from memory.services.imports import (
         ImportedMemory as ImportedMemory,
         memory_import as memory_import,

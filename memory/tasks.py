@@ -7,15 +7,8 @@ from typing import Any
 from celery import shared_task
 
 from memory.services.erasure import EXPUNGE_RETRY_S, memory_expunge_deleted
-from memory.services.idempotency import idempotency_purge
 from memory.services.intents import intents_purge
 from memory.services.writes import memory_intents_reconcile
-
-
-@shared_task(name="memory.idempotency_purge")  # type: ignore[untyped-decorator]
-def idempotency_purge_task() -> int:
-    """Delete idempotency records past their 24 h lifetime (they hold response bodies)."""
-    return idempotency_purge()
 
 
 @shared_task(name="memory.intents_reconcile")  # type: ignore[untyped-decorator]

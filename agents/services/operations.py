@@ -9,15 +9,19 @@ it kept), ``retry`` (503: the store or the database is unavailable, nothing reco
 again later). Whatever one operation meets, the others are applied and answered: a batch
 answers 200 with one outcome per operation (only a batch that does not parse is a 400).
 
+Every operation id goes through the exactly-once ledger (``atlas_platform.ledger``: the
+rules it shares with the REST ``Idempotency-Key``), scoped to the user and owned by the agent
+that sent it: another agent's id is refused (409), never answered with its result.
+
 Operations on rows only are claimed and applied in one transaction, so a claim exists exactly
 when the work committed. An operation that writes to the memory store cannot be (the store is
-never called inside a transaction): it is claimed first (``pending``, committed), applied, then
-marked done; a duplicate that meets a pending claim is answered ``retry``, and a claim left
-pending longer than ``ATLAS_WRITE_LEASE_S`` by a dead process is taken over. Such an operation
-runs inside ``memory.services.intents.replayable`` with a seed of the user, the operation id
-and its payload: its memory ids derive from them, so running it again (after a 503, a timeout
-or a crash) finds what the earlier attempt stored and audited instead of writing it twice -
-the same mechanism as the REST ``Idempotency-Key``.
+never called inside a transaction): it is claimed first (pending, committed), applied, then
+its answer stored; a duplicate that meets a pending claim is answered ``retry``, and a claim
+left pending past its lease (``ATLAS_WRITE_LEASE_S``) by a dead process is taken over. Such an
+operation runs inside ``memory.services.intents.replayable`` with the claim's seed (the user,
+the operation id and its payload): its memory ids derive from them, so running it again (after
+a 503, a timeout or a crash) finds what the earlier attempt stored and audited instead of
+writing it twice.
 """
 
 from __future__ import annotations
@@ -31,11 +35,21 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, transaction
 
-from agents.models import Agent, AppliedOperation
-from agents.services.common import now
+from agents.models import Agent
+from agents.selectors import ledger_owner, ledger_scope
 from atlas_platform.exceptions import AtlasError, Unavailable
+from atlas_platform.ledger import (
+    KeyInProgress,
+    KeyOfAnotherOwner,
+    KeyReused,
+    Replay,
+    ledger_claim,
+    ledger_complete,
+    ledger_release,
+)
+from atlas_platform.models import LedgerEntry
 from memory.public import memory_writes_together, replayable
 from tenants.models import User
 
@@ -151,43 +165,38 @@ def _joins(op: Operation) -> bool:
 def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> list[Outcome]:
     """A run of plain memory writes: their texts embedded in one call and one store refresh
     for all (``memory_writes_together``), each still claimed, applied and answered on its
-    own. Their claims are marked done after the refresh, so ``applied`` still means
-    searchable; if the embedding or the refresh fails, the writes it held are answered
-    ``retry`` (a retry finds what they stored and audited, as after any store failure)."""
+    own. Their answers are stored after the refresh, so ``applied`` still means searchable;
+    if the embedding or the refresh fails, the writes it held are answered ``retry`` (a retry
+    finds what they stored and audited, as after any store failure)."""
     outcomes: list[Outcome] = []
-    settled: list[tuple[AppliedOperation, dict[str, Any]]] = []
+    settled: list[Settled] = []
     try:
         with memory_writes_together([op.together or "" for op in run]):
             for op in run:
                 outcomes.append(_apply_one(user, agent, op, settled))
     except Unavailable as exc:
-        for record, _ in settled:
-            record.delete()
-        held = {record.operation_id for record, _ in settled}
+        for entry, _ in settled:
+            ledger_release(entry=entry)
+        held = {entry.key for entry, _ in settled}
         return [
             _refused(op, exc) if n >= len(outcomes) or op.id in held else outcomes[n]
             for n, op in enumerate(run)
         ]
-    for record, result in settled:
-        _settle(record, result)
+    for entry, outcome in settled:
+        ledger_complete(entry=entry, status_code=outcome.status_code, body=outcome.result)
     return outcomes
 
 
+Settled = tuple[LedgerEntry, Outcome]  # a store write applied, its answer not stored yet
+
+
 def _apply_one(
-    user: User,
-    agent: Agent | None,
-    op: Operation,
-    settled: list[tuple[AppliedOperation, dict[str, Any]]] | None = None,
+    user: User, agent: Agent | None, op: Operation, settled: list[Settled] | None = None
 ) -> Outcome:
-    """``settled``: a store write's claim is left pending and added there (the caller marks
-    it done after the store's refresh)."""
+    """``settled``: a store write's claim is left pending and added there (the caller stores
+    its answer after the store's refresh)."""
     try:
-        known = _known(user, agent, op)
-        if known is not None:
-            return known
-        if op.invalid is not None:
-            raise op.invalid
-        if op.touches_store:
+        if op.touches_store and op.invalid is None:
             return _apply_with_store(user, agent, op, settled)
         return _apply_rows(user, agent, op)
     except AtlasError as exc:
@@ -200,102 +209,91 @@ def _apply_one(
         return Outcome(op.id, "rejected", 500, error=INTERNAL)
 
 
-def _known(user: User, agent: Agent | None, op: Operation) -> Outcome | None:
-    """The answer for an id seen before (duplicate, 422, 409 another agent's, or still being
-    applied), else None. A record past its retention no longer counts: it is removed and the
-    id is new again."""
-    record = AppliedOperation.objects.filter(user=user, operation_id=op.id).first()
-    if record is None:
-        return None
-    moment = now()
-    expired = record.created_at <= moment - timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS)
-    lease = timedelta(seconds=settings.ATLAS_WRITE_LEASE_S)
-    stuck = record.state == AppliedOperation.State.PENDING and record.created_at <= moment - lease
-    if expired or stuck:
-        AppliedOperation.objects.filter(pk=record.pk, created_at=record.created_at).delete()
-        return None
-    if record.agent_id != (agent.pk if agent is not None else None):
+def _claim(user: User, agent: Agent | None, op: Operation) -> LedgerEntry | Outcome:
+    """The operation's claim in the ledger (go ahead), or the answer for an id seen before:
+    ``duplicate`` (its first result), or raises: 409 another agent's, 422 another payload,
+    503 still being applied. A record past its retention no longer counts: the id is new."""
+    try:
+        claimed = ledger_claim(
+            scope=ledger_scope(user),
+            key=op.id,
+            request=op.kind,
+            request_hash=op.request_hash,
+            seed=f"op:{user.tenant_id}:{user.pk}:{op.id}:{op.request_hash}",
+            ttl=timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS),
+            tenant_id=user.tenant_id,
+            user_id=user.pk,
+            owner=ledger_owner(agent),
+        )
+    except KeyOfAnotherOwner:
         raise OperationIdOfAnotherAgent(
             f"Operation id {op.id!r} was used by another agent of this user: give each "
             "operation a new id.",
             operation_id=op.id,
-        )
-    if record.request_hash != op.request_hash:
+        ) from None
+    except KeyReused as exc:
         raise OperationIdReused(
-            f"Operation id {op.id!r} was used for another operation (kind {record.kind}).",
+            f"Operation id {op.id!r} was used for another operation (kind {exc.first_request}).",
             operation_id=op.id,
-        )
-    if record.state == AppliedOperation.State.PENDING:
-        raise Unavailable("This operation is still being applied; retry it.", code="in_progress")
-    return Outcome(op.id, "duplicate", record.status_code, result=record.result)
+        ) from None
+    except KeyInProgress:
+        raise Unavailable(
+            "This operation is still being applied; retry it.", code="in_progress"
+        ) from None
+    if isinstance(claimed, Replay):
+        return _replayed(op, claimed)
+    return claimed
 
 
-def _claim(user: User, agent: Agent | None, op: Operation) -> AppliedOperation:
-    return AppliedOperation.objects.create(
-        user=user,
-        agent=agent,
-        operation_id=op.id,
-        kind=op.kind,
-        request_hash=op.request_hash,
-        status_code=op.status_code,
-        created_at=now(),
-    )
+def _replayed(op: Operation, stored: Replay) -> Outcome:
+    """A duplicate's answer: the first result; a result that quoted a memory forgotten since
+    was redacted (``ledger_forget``): its 410, never the text."""
+    if stored.status_code < 300:
+        return Outcome(op.id, "duplicate", stored.status_code, result=stored.body)
+    error = dict(stored.body["error"]) if isinstance(stored.body, dict) else {}
+    error.pop("request_id", None)
+    return Outcome(op.id, "rejected", stored.status_code, error=error)
 
 
 def _apply_rows(user: User, agent: Agent | None, op: Operation) -> Outcome:
-    """Claim and work in one transaction. The services keep their own changes in their own
-    (nested) atomic blocks, so a refusal leaves what it records on purpose (a refused task
-    transition) and nothing else; the claim is then dropped."""
+    """Claim and work in one transaction (an invalid operation too: it is answered as a
+    duplicate if its id was applied before, else rejected, and its claim goes with the
+    transaction). The services keep their own changes in their own (nested) atomic blocks, so
+    a refusal leaves what it records on purpose (a refused task transition) and nothing else;
+    the claim is then dropped."""
     with transaction.atomic():
+        claimed = _claim(user, agent, op)
+        if isinstance(claimed, Outcome):
+            return claimed
         try:
-            with transaction.atomic():
-                record = _claim(user, agent, op)
-        except IntegrityError:  # the same id, applied concurrently: answer as a replay
-            return _known(user, agent, op) or Outcome(op.id, "retry", 503)
-        try:
+            if op.invalid is not None:
+                raise op.invalid
             result = op.run()
         except AtlasError as exc:
-            record.delete()
+            ledger_release(entry=claimed)
             return _refused(op, exc)
-        record.state = AppliedOperation.State.DONE
-        record.result = result
-        record.save(update_fields=["state", "result"])
+        ledger_complete(entry=claimed, status_code=op.status_code, body=result)
     return Outcome(op.id, "applied", op.status_code, result=result)
 
 
 def _apply_with_store(
-    user: User,
-    agent: Agent | None,
-    op: Operation,
-    settled: list[tuple[AppliedOperation, dict[str, Any]]] | None = None,
+    user: User, agent: Agent | None, op: Operation, settled: list[Settled] | None = None
 ) -> Outcome:
+    claimed = _claim(user, agent, op)
+    if isinstance(claimed, Outcome):
+        return claimed
     try:
-        record = _claim(user, agent, op)
-    except IntegrityError:
-        return _known(user, agent, op) or Outcome(op.id, "retry", 503)
-    try:
-        with replayable(f"op:{user.tenant_id}:{user.pk}:{op.id}:{op.request_hash}"):
+        with replayable(claimed.seed):
             result = op.run()
     except BaseException as exc:
         # Whatever the store holds now, a retry runs under the same memory ids and finds it.
-        record.delete()
+        ledger_release(entry=claimed)
         if isinstance(exc, AtlasError):
             return _refused(op, exc)
         raise
+    outcome = Outcome(op.id, "applied", op.status_code, result=result)
     if settled is not None:
-        settled.append((record, result))
+        settled.append((claimed, outcome))
     else:
-        _settle(record, result)
-    return Outcome(op.id, "applied", op.status_code, result=result)
-
-
-def _settle(record: AppliedOperation, result: dict[str, Any]) -> None:
-    record.state = AppliedOperation.State.DONE
-    record.result = result
-    record.save(update_fields=["state", "result"])
-
-
-def operations_purge() -> int:
-    """Drop applied operations past ``ATLAS_OPERATION_TTL_DAYS`` (the beat task)."""
-    cutoff = now() - timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS)
-    return AppliedOperation.objects.filter(created_at__lt=cutoff).delete()[0]
+        ledger_complete(entry=claimed, status_code=op.status_code, body=result)
+    return outcome

@@ -7,7 +7,6 @@ from django.db.models import Q
 
 from agents.models import (
     Agent,
-    AppliedOperation,
     Machine,
     MemoryFile,
     Message,
@@ -24,8 +23,8 @@ from tenants.services.audit import audit_record
 def agents_user_purge(*, user: User) -> dict[str, int]:
     """Delete every agents row of the user in one transaction: agents, machines, presence,
     projects, sessions, tasks and their transitions, messages the user's agents sent or
-    received, and the replay ledger (its stored results can hold text). Returns the counts;
-    the audit event holds counts only."""
+    received, and memory files (the erasure job purges the user's operations from the
+    exactly-once ledger itself). Returns the counts; the audit event holds counts only."""
     with transaction.atomic():
         agents = Agent.objects.filter(user=user)
         counts = {
@@ -39,7 +38,6 @@ def agents_user_purge(*, user: User) -> dict[str, int]:
             "memory_files": MemoryFile.objects.filter(user=user).delete()[0],
             "projects": Project.objects.filter(user=user).delete()[0],
             "machines": Machine.objects.filter(user=user).delete()[0],
-            "operations": AppliedOperation.objects.filter(user=user).delete()[0],
             "agents": agents.delete()[0],
         }
         audit_record(

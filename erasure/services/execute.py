@@ -17,17 +17,16 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
+from atlas_platform.ledger import ledger_user_purge
 from atlas_platform.tombstones import tombstone_record
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services.preview import haystack
 from erasure.services.requests import ERASURE_LEASE
 from memory.public import (
     ERASABLE_TYPES,
-    IdempotencyRecord,
     memory_erase_page,
     memory_expunge_deleted,
     memory_expunge_later,
@@ -189,7 +188,7 @@ class _Job:
             row = self._locked()
             progress = list(row.progress.order_by("id").prefetch_related("erased_pages"))
             user = row.user
-            purged = _purge_idempotency(user) if user is not None else 0
+            purged = ledger_user_purge(user=user) if user is not None else 0
             others = _purge_other_apps(user, whole=row.scope == ForgetRequest.Scope.USER)
             erased = {i for p in progress for i in p.erased_ids()}
             now = timezone.now()
@@ -326,18 +325,6 @@ def _ids_sha256(ids: set[str]) -> str:
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
-def _purge_idempotency(user: User) -> int:
-    """The user's stored API responses (they may quote memory text): through the user's own
-    tokens, and tenant tokens' requests on the user's paths."""
-    mine = Q(token__user=user) | Q(
-        token__tenant_id=user.tenant_id,
-        token__user__isnull=True,
-        request_line__contains=f"/users/{user.external_id}/",
-    )
-    deleted, _ = IdempotencyRecord.objects.filter(mine).delete()
-    return int(deleted)
-
-
 def _purge_other_apps(user: User | None, *, whole: bool) -> dict[str, int]:
     """What the apps above memory hold of the user (``tenants.signals.user_data_erasing``)."""
     if user is None:
@@ -352,6 +339,6 @@ def _purge_other_apps(user: User | None, *, whole: bool) -> dict[str, int]:
 
 
 def _delete_user(user: User) -> None:
-    """The subject's row, its own tokens (their idempotency rows cascade) and key rows."""
+    """The subject's row, its own tokens and key rows (their ledger entries went before)."""
     PlatformToken.objects.filter(user=user).delete()
     user.delete()

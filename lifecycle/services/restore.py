@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from atlas_platform.exceptions import Conflict
+from atlas_platform.ledger import ledger_forget
 from atlas_platform.tombstones import Entry, tombstones_since
 from erasure.models import ForgetRequest
 from erasure.services import forget_request_execute
@@ -34,7 +35,6 @@ from lifecycle.services.backup import applied_migrations
 from lifecycle.services.manifest import manifest_read
 from memory.public import (
     ERASABLE_TYPES,
-    idempotency_forget,
     memory_erase_page,
     memory_store_empty,
     memory_store_kind,
@@ -149,7 +149,7 @@ def _forget_again(tenant_id: str, user_id: str, ids: list[str]) -> dict[str, Any
     if user is not None:
         with transaction.atomic():
             for memory_id in ids:
-                idempotency_forget(user=user, memory_id=memory_id)
+                ledger_forget(user=user, memory_id=memory_id)
     return {"outcome": "deleted again" if deleted else "not in the backup", "deleted": deleted}
 
 

@@ -1,11 +1,12 @@
 """Exactly-once store writes: identities fixed before the store is touched, create-only writes,
 and a recorded intent tying each write to its audit row.
 
-The one mechanism behind the REST ``Idempotency-Key`` ledger (``memory.api.base``) and the
-agents' operation replay (``agents.services.operations``):
+The one mechanism behind the exactly-once ledger (``atlas_platform.ledger``: the REST
+``Idempotency-Key``, ``memory.api.base``, and the agents' operation ids,
+``agents.services.operations``):
 
-1. A ledger that may send the same write again runs it inside ``replayable(seed)``: the seed
-   names the write (tenant, token or user, key or operation id, request hash), and every memory
+1. A ledger claim that may send the same write again runs it inside ``replayable(seed)``: the
+   claim's seed names the write (tenant, token or user, key or operation id), and every memory
    id the write makes is derived from it (``next_memory_id``), so a retry makes the same ids.
 2. Before the store is called, ``intent_record`` commits a ``WriteIntent`` row per memory id
    (``pending``). The store write is create-only: a document that exists already (the first
@@ -190,7 +191,7 @@ def intents_reconcile(
 
 
 def intents_purge() -> int:
-    """Drop settled intents the ledgers no longer replay (older than both ledgers' TTLs)."""
+    """Drop settled intents the ledger no longer replays (older than its longest lifetime)."""
     days = max(settings.ATLAS_OPERATION_TTL_DAYS, 1) + 1
     cutoff = timezone.now() - timedelta(days=days)
     deleted, _ = WriteIntent.objects.filter(

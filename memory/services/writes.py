@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from atlas_platform.exceptions import Conflict, NotFound, ValidationError
+from atlas_platform.ledger import ledger_forget
 from atlas_platform.tombstones import tombstone_record
 from memory.engine.base import EngineError
 from memory.engine.types import MemoryDoc
@@ -28,7 +29,6 @@ from memory.services.common import (
     now,
     store_errors,
 )
-from memory.services.idempotency import idempotency_forget
 from memory.services.intents import (
     intent_abandon,
     intent_record,
@@ -426,7 +426,7 @@ def memory_forget(*, user: User, memory_id: str) -> None:
         backend().delete(doc)
     # Stored replies of the user's requests no longer quote it (a replay answers 410).
     with transaction.atomic():
-        idempotency_forget(user=user, memory_id=doc.id)
+        ledger_forget(user=user, memory_id=doc.id)
     # A forget cannot be taken back: if its tombstone fails, the error says so and a retry
     # finds nothing left to forget (404), the audit keeps what it could.
     _audit(user, "memory.forget", doc)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agents.models import AppliedOperation, Task
+from agents.models import Task
+from atlas_platform.models import LedgerEntry
 from erasure.models import ForgetRequest
 from erasure.services import (
     OperatorPrincipal,
@@ -53,6 +54,7 @@ def test_erasing_a_whole_user_removes_their_agents_rows(
     assert done.receipt is not None
 
     assert set(agents_rows(alice).values()) == {0}
+    assert not LedgerEntry.objects.filter(user_pk=alice.pk).exists()
     assert done.receipt["other_records_deleted"]["agents.agents"] == 1
     assert done.receipt["other_records_deleted"]["agents.messages"] == 2
     assert Task.objects.filter(pk=bobs_task.pk).exists()
@@ -70,6 +72,7 @@ def test_erasing_chosen_memories_removes_only_the_replay_ledger(
 
     assert done.receipt is not None
     rows = agents_rows(alice)
-    assert rows["AppliedOperation"] == 0 and not AppliedOperation.objects.filter(user=alice)
+    assert not LedgerEntry.objects.filter(user_pk=alice.pk).exists()
     assert rows["Agent"] == 1 and rows["Task"] == 1  # the rest of her work records stays
-    assert done.receipt["other_records_deleted"] == {"agents.operations": 1}
+    assert done.receipt["idempotency_records_deleted"] == 1  # the operation's entry
+    assert done.receipt["other_records_deleted"] == {}

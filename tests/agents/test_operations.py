@@ -11,8 +11,9 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from agents.api.operations import KINDS, Kind
-from agents.models import AppliedOperation, Message, Session, Task, TaskTransition
-from agents.services.operations import operations_purge
+from agents.models import Message, Session, Task, TaskTransition
+from atlas_platform.ledger import ledger_purge
+from atlas_platform.models import LedgerEntry
 from memory.selectors import memory_counts
 from tests.agents.conftest import bound_token, error_code
 
@@ -71,7 +72,7 @@ def test_the_record_of_an_id_lasts_ATLAS_OPERATION_TTL_DAYS(api, alice_bound, se
     batch(api, alice_bound, create)
 
     with days_later(8):
-        purged = operations_purge()
+        purged = ledger_purge()
         late = batch(api, alice_bound, create)[0]
 
     assert purged == 1 and late["status"] == "applied"
@@ -121,7 +122,7 @@ def test_a_stale_transition_in_a_batch_is_a_conflict_with_the_server_state(api, 
     ]
     assert results[1]["error"]["details"]["current"]["version"] == 2
     assert TaskTransition.objects.filter(task_id=task_id, result="stale_version").count() == 1
-    assert not AppliedOperation.objects.filter(operation_id="t2").exists()  # not applied
+    assert not LedgerEntry.objects.filter(key="t2").exists()  # not applied
 
 
 def test_an_invalid_operation_is_rejected_alone(api, alice_bound):
@@ -183,7 +184,7 @@ def test_an_unexpected_failure_of_one_operation_is_answered_alone(
     assert results[1]["error"]["code"] == code and results[1]["result"] is None
     assert "boom" not in json.dumps(results[1]) and "went away" not in json.dumps(results[1])
     assert sorted(Task.objects.values_list("title", flat=True)) == ["after", "before"]
-    assert not AppliedOperation.objects.filter(operation_id="b").exists()
+    assert not LedgerEntry.objects.filter(key="b").exists()
     assert any("operation b" in r.getMessage() for r in caplog.records)
     again = batch(api, alice_bound, op("a", "task.create", title="before"))
     assert statuses(again) == [("a", "duplicate", 200)]
@@ -204,7 +205,7 @@ def test_a_malformed_batch_applies_nothing(api, alice_bound, settings):
         response = api.post(PATH, body, token=alice_bound)
         assert response.status_code == 400, body
         assert set(response.json()) == {"error"}
-    assert Task.objects.count() == 0 and AppliedOperation.objects.count() == 0
+    assert Task.objects.count() == 0 and LedgerEntry.objects.count() == 0
 
 
 def test_the_cluster_down_during_a_batch_means_retry_then_each_applies_once(
@@ -228,7 +229,7 @@ def test_the_cluster_down_during_a_batch_means_retry_then_each_applies_once(
         ("s", "applied", 200),
         ("m2", "retry", 503),
     ]
-    assert set(AppliedOperation.objects.values_list("operation_id", flat=True)) == {"t", "s"}
+    assert set(LedgerEntry.objects.values_list("key", flat=True)) == {"t", "s"}
     assert sum(memory_counts(user=alice).values()) == 0  # nothing half-written
 
     replay = batch(api, alice_bound, *operations)
@@ -294,7 +295,7 @@ def test_a_single_write_with_an_operation_id_answers_conflicts_and_bad_ids(api, 
     assert stale.json()["error"]["details"]["current"]["version"] == 2
     assert bad_id.status_code == 400 and bad_body.status_code == 400
     assert error_code(bad_id) == error_code(bad_body) == "invalid"
-    assert set(AppliedOperation.objects.values_list("operation_id", flat=True)) == {"m1"}
+    assert set(LedgerEntry.objects.values_list("key", flat=True)) == {"m1"}
 
 
 def test_another_agent_reusing_an_operation_id_is_refused_and_learns_nothing(
@@ -382,4 +383,21 @@ def test_a_refresh_failing_after_a_run_answers_retry_and_the_replay_writes_each_
     assert failed and statuses(down) == [("w1", "retry", 503), ("w2", "retry", 503)]
     assert {r["status"] for r in replay} <= {"applied", "duplicate"}
     assert memory_counts(user=alice)["semantic"] == 2  # stored once each, never twice
-    assert not AppliedOperation.objects.exclude(state=AppliedOperation.State.DONE).exists()
+    assert not LedgerEntry.objects.filter(status_code=None).exists()
+
+
+def test_a_replay_never_returns_a_forgotten_memorys_result(api, alice, alice_bound, es_store):
+    """The ledger's one rule for a forget: the stored result that names the memory is redacted,
+    so a replay of the operation answers 410 ``forgotten`` and never runs the write again."""
+    write = op("m", "memory.write", text="The vault code is 0451")
+    [first] = batch(api, alice_bound, write)
+    memory_id = first["result"]["id"]
+
+    gone = api.delete(f"users/alice/memories/{memory_id}", token=alice_bound)
+    [replay] = batch(api, alice_bound, write)
+
+    assert gone.status_code == 204
+    assert (replay["status"], replay["status_code"]) == ("rejected", 410)
+    assert replay["error"]["code"] == "forgotten" and replay["result"] is None
+    assert memory_id not in json.dumps(replay) and "0451" not in json.dumps(replay)
+    assert memory_counts(user=alice)["semantic"] == 0  # not written again

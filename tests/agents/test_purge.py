@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.apps import apps
 
-from agents.models import AppliedOperation, MemoryFile, Task
+from agents.models import MemoryFile, Task
 from agents.services.agents import presence_heartbeat
 from agents.services.messages import message_reply, message_send
+from agents.services.operations import Operation, operations_apply
 from agents.services.projects import project_register
 from agents.services.purge import agents_user_purge
 from agents.services.sessions import session_start, session_touch
@@ -30,9 +31,8 @@ def everything(user, peer_agent):
         sender=agent, to_user=peer_agent.user.external_id, to_agent=peer_agent.slug, body="hi"
     )
     message_reply(agent=peer_agent, message_id=sent.pk, body="hello")
-    AppliedOperation.objects.create(
-        user=user, operation_id="op", kind="task.create", request_hash="0" * 64
-    )
+    applied = Operation(id="op", kind="task.create", request_hash="0" * 64, run=lambda: {"t": 1})
+    operations_apply(user=user, agent=agent, operations=[applied])
     MemoryFile.objects.create(user=user, project=project, path="notes.md", content_hash="0" * 64)
     return agent
 
@@ -47,7 +47,6 @@ OWNER = {
     "Task": "user",
     "TaskTransition": "task__user",
     "Message": "sender__user",
-    "AppliedOperation": "user",
     "MemoryFile": "user",
 }
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.utils import timezone
 
-from memory.models import IdempotencyRecord
+from atlas_platform.models import LedgerEntry
 from memory.selectors import memory_page
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
@@ -85,11 +86,17 @@ def test_the_same_key_with_another_body_is_refused(api, alice, alice_token):
 
 def test_a_duplicate_while_the_first_runs_gets_409(api, alice, alice_token):
     token = PlatformToken.objects.get()
-    IdempotencyRecord.objects.create(
-        token=token,
+    now = timezone.now()
+    LedgerEntry.objects.create(
+        scope=f"token:{token.pk}",
         key="busy",
-        request_line="POST /api/v1/users/alice/memories",
+        tenant_pk=token.tenant_id,
+        user_pk=token.user_id,
+        request="POST /api/v1/users/alice/memories",
         request_hash=hashlib.sha256(b'{"a": 1}').hexdigest(),
+        seed="idem:busy",
+        lease_until=now + timedelta(seconds=30),
+        expires_at=now + timedelta(hours=24),
     )
 
     response = api.post(
@@ -118,9 +125,7 @@ def test_keys_are_per_token_and_expire_after_a_day(api, alice, alice_token):
     other_token = tenant_token(alice.tenant)
 
     elsewhere = api.post("users/alice/memories", FACT, token=other_token, headers=key).json()
-    IdempotencyRecord.objects.filter(token__user=alice).update(
-        created_at=timezone.now() - timedelta(hours=25)
-    )
+    LedgerEntry.objects.filter(user_pk=alice.pk).update(expires_at=timezone.now())
     later = api.post("users/alice/memories", FACT, token=alice_token, headers=key)
 
     assert elsewhere["id"] != first["id"]
@@ -133,7 +138,7 @@ def test_recall_ignores_the_key(api, alice, alice_token):
         "users/alice/recall", {"query": "x"}, token=alice_token, headers={"Idempotency-Key": "r"}
     )
 
-    assert response.status_code == 200 and not IdempotencyRecord.objects.exists()
+    assert response.status_code == 200 and not LedgerEntry.objects.exists()
 
 
 @pytest.mark.parametrize("key", ["", "x" * 256, "naïve"])
@@ -146,22 +151,23 @@ def test_a_malformed_key_is_refused(api, alice, alice_token, key):
 
 
 def test_the_hourly_purge_deletes_only_expired_records(api, alice, alice_token, settings):
-    from memory.tasks import idempotency_purge_task
+    from atlas_platform.tasks import ledger_purge_task
 
     for n in (1, 2):
         api.post(
             "users/alice/memories", FACT, token=alice_token, headers={"Idempotency-Key": f"p{n}"}
         )
-    old = IdempotencyRecord.objects.get(key="p1")
-    IdempotencyRecord.objects.filter(pk=old.pk).update(
-        created_at=timezone.now() - timedelta(hours=25)
-    )
+    [first] = LedgerEntry.objects.filter(key="p1")
+    assert first.expires_at - first.created_at == timedelta(hours=24)
 
-    purged = idempotency_purge_task.apply().get()
+    with mock.patch(
+        "django.utils.timezone.now", return_value=first.created_at + timedelta(hours=24)
+    ):
+        purged = ledger_purge_task.apply().get()
 
     assert purged == 1
-    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["p2"]
-    assert settings.CELERY_BEAT_SCHEDULE["idempotency-purge"]["task"] == idempotency_purge_task.name
+    assert list(LedgerEntry.objects.values_list("key", flat=True)) == ["p2"]
+    assert settings.CELERY_BEAT_SCHEDULE["ledger-purge"]["task"] == ledger_purge_task.name
 
 
 def test_a_replay_never_returns_a_forgotten_memorys_text(api, alice, alice_token, acme):

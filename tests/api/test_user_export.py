@@ -45,7 +45,6 @@ SECTION_OF = {
     ("agents", "Message"): "agent_messages",
     ("agents", "Presence"): "presence",
     ("agents", "MemoryFile"): "memory_files",
-    ("agents", "AppliedOperation"): "agent_operations",
     ("knowledge", "Entity"): "entities",
     ("knowledge", "Revision"): "entity_revisions",
     ("knowledge", "Edge"): "entity_edges",

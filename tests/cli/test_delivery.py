@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from agents.models import AppliedOperation, Task
+from agents.models import Task
 from agents.services.operations import operations_apply
+from atlas_platform.models import LedgerEntry
 from knowledge.models import Entity
 from memory.selectors import memory_counts
 from tenants.models import PlatformToken
@@ -294,7 +295,7 @@ def test_a_10_second_server_costs_the_hook_its_budget_only_and_nothing_is_lost(c
     time.sleep(10.5)  # the slow requests reach the server meanwhile
     cli.json("sync")
     assert semantic(server.user) == 1
-    assert AppliedOperation.objects.filter(kind="memory.write").count() == 1
+    assert LedgerEntry.objects.filter(request="memory.write").count() == 1
     assert {r["state"] for r in cli.spool_rows()} == {"done"}
 
 

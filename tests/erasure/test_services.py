@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from atlas_platform.exceptions import Conflict, NotFound, PermissionDenied, ValidationError
+from atlas_platform.models import LedgerEntry
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services import (
     OperatorPrincipal,
@@ -21,7 +22,6 @@ from erasure.services import (
     forget_request_retry,
 )
 from memory.engine.base import EngineError
-from memory.models import IdempotencyRecord
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_turn_record, memory_write
@@ -62,7 +62,7 @@ def text_anywhere(texts: list[str]) -> list[str]:
     dumps.append(json.dumps(list(ForgetRequest.objects.values()), default=str))
     dumps.append(json.dumps(list(ErasureProgress.objects.values()), default=str))
     dumps.append(json.dumps(list(ErasedPage.objects.values()), default=str))
-    dumps.append(json.dumps(list(IdempotencyRecord.objects.values()), default=str))
+    dumps.append(json.dumps(list(LedgerEntry.objects.values()), default=str))
     return [t for t in texts if any(t in d for d in dumps)]
 
 
@@ -296,7 +296,7 @@ def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
 ):
     secret = api_client_post(alice, "Alice's locker code is 4711")
     bob_secret = api_client_post(bob, "Bob's locker code is 1234")
-    assert IdempotencyRecord.objects.count() == 2
+    assert LedgerEntry.objects.count() == 2
     for n in range(7):
         memory_write(
             user=alice,
@@ -325,7 +325,7 @@ def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
     assert not PlatformToken.objects.filter(user_id=alice.pk).exists()
     done.refresh_from_db()
     assert done.user is None and done.user_ref == alice.memory_id
-    assert IdempotencyRecord.objects.count() == 1  # Bob's stays
+    assert LedgerEntry.objects.count() == 1  # Bob's stays
     assert text_anywhere([secret, "about alice"]) == []
     assert text_anywhere([bob_secret]) == [bob_secret]
     assert backend().count(user_read_scope(bob))["semantic"] == 1

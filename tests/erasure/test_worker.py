@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 from elasticsearch import Elasticsearch
 
+from atlas_platform.models import LedgerEntry
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
 from erasure.services import (
     forget_request_approve,
@@ -21,7 +22,6 @@ from erasure.services import (
     forget_request_resume_stalled,
 )
 from memory.engine.types import MemoryDoc
-from memory.models import IdempotencyRecord
 from memory.services.common import backend
 from tenants.models import AuditEvent, Tenant, User
 from tests.erasure.test_services import op
@@ -154,7 +154,7 @@ def test_a_killed_worker_resumes_and_erases_thousands_of_memories_exactly(
             list(ForgetRequest.objects.values()),
             list(ErasureProgress.objects.values()),
             list(ErasedPage.objects.values()),
-            list(IdempotencyRecord.objects.values()),
+            list(LedgerEntry.objects.values()),
         ],
         default=str,
     )

@@ -16,8 +16,9 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
+from atlas_platform.models import LedgerEntry
 from memory.engine.base import EngineError
-from memory.models import IdempotencyRecord, WriteIntent
+from memory.models import WriteIntent
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_intents_reconcile, memory_turn_record
@@ -158,7 +159,7 @@ def test_a_claim_whose_process_died_is_taken_over_after_its_lease(
     def die(**kwargs: Any) -> None:
         raise SystemExit("killed")  # the process ends here: nothing after it runs
 
-    monkeypatch.setattr(base, "idempotency_complete", die)
+    monkeypatch.setattr(base, "ledger_complete", die)
     token = user_token(carol)
     key = {"Idempotency-Key": "crash-1"}
     text = "Carol's locker is 34 (crash)"
@@ -167,14 +168,14 @@ def test_a_claim_whose_process_died_is_taken_over_after_its_lease(
         api.post("users/carol/memories", body, token=token, headers=key)
     monkeypatch.undo()
     # A killed process settles nothing: the claim stays as it was, its lease running.
-    IdempotencyRecord.objects.filter(key="crash-1").update(
+    LedgerEntry.objects.filter(key="crash-1").update(
         lease_until=timezone.now() + timedelta(seconds=30)
     )
 
     early = api.post("users/carol/memories", body, token=token, headers=key)
     assert early.status_code == 409 and error_code(early) == "idempotency_in_progress"
     assert 1 <= int(early["Retry-After"]) <= 30
-    IdempotencyRecord.objects.filter(key="crash-1").update(lease_until=timezone.now())
+    LedgerEntry.objects.filter(key="crash-1").update(lease_until=timezone.now())
     late = api.post("users/carol/memories", body, token=token, headers=key)
 
     [only] = stored(carol, text)
