@@ -14,5 +14,5 @@ def erase_user_data(*, user: User, whole_user: bool, **kwargs: Any) -> dict[str,
     stored results may hold the erased text (the way the idempotency ledger is purged)."""
     if whole_user:
         return {f"agents.{table}": n for table, n in agents_user_purge(user=user).items()}
-    deleted, _ = AppliedOperation.objects.filter(user=user).delete()
+    deleted, _ = AppliedOperation.objects.for_caller(user).delete()
     return {"agents.operations": deleted}

@@ -24,8 +24,10 @@ from django.urls import get_resolver  # noqa: E402
 
 from agents import mcp as agents_mcp  # noqa: E402
 from atlas_platform.logging import access_log_redaction_install  # noqa: E402
+from atlas_platform.mcp.app import platform_app  # noqa: E402
+from atlas_platform.mcp.server import build_server  # noqa: E402
 from knowledge import mcp as knowledge_mcp  # noqa: E402
-from memory.mcp.app import platform_app  # noqa: E402
+from memory.mcp import server as memory_mcp  # noqa: E402
 from memory.services.common import embedder  # noqa: E402
 from memory.services.startup import refuse_foreign_indices  # noqa: E402
 
@@ -40,11 +42,18 @@ django_application = WSGIMiddleware(
 )
 application = platform_app(
     django_application,
-    extra_tools=[
-        (fn, tools.HINTS[fn.__name__])
-        for tools in (agents_mcp, knowledge_mcp)
-        for fn in tools.TOOLS
-    ],
+    build_server(
+        instructions=memory_mcp.INSTRUCTIONS,
+        tools=[
+            *memory_mcp.memory_tools(),
+            *(
+                (fn, app.HINTS[fn.__name__])
+                for app in (agents_mcp, knowledge_mcp)
+                for fn in app.TOOLS
+            ),
+        ],
+        recall_tools=memory_mcp.RECALL_TOOLS,
+    ),
 )
 
 

@@ -1,6 +1,6 @@
 """How an MCP tool calls a service: for the request's user, in a worker thread, as the token's
-actor, with domain errors as tool errors. memory's tools and the tools other apps add to the
-server (agents) all go through ``call``."""
+actor, with domain errors as tool errors. Every app's tools (memory's, agents', knowledge's) go
+through ``call``."""
 
 import logging
 from collections.abc import Callable
@@ -11,13 +11,11 @@ from django.db import close_old_connections
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
+from atlas_platform.callers import callers
 from atlas_platform.context import acting_as, request_id
 from atlas_platform.exceptions import AtlasError
-from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
-from memory.mcp.results import failure, internal_failure, success
-from tenants.models import User
-from tenants.selectors import user_for_token
-from tenants.services.users import user_for_first_turn
+from atlas_platform.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
+from atlas_platform.mcp.results import failure, internal_failure, success
 
 logger = logging.getLogger(__name__)
 
@@ -31,15 +29,16 @@ def identity_of(ctx: Context) -> McpIdentity:
     return identity
 
 
-def _user(identity: McpIdentity, provisions: bool) -> User:
+def _user(identity: McpIdentity, provisions: bool) -> Any:
     """The request's user. One who does not exist yet (``McpIdentity.user`` is None) is
     provisioned by a tool that ``provisions`` (the first turn, as on REST); any other tool
     gets the ``user_not_found`` the connection would have had without auto-provisioning (or
     the user, when a concurrent first turn made them meanwhile)."""
     if identity.user is not None:
         return identity.user
-    resolve = user_for_first_turn if provisions else user_for_token
-    return resolve(token=identity.token, external_id=identity.external_id)
+    return callers().subject(
+        token=identity.token, external_id=identity.external_id, provisions=provisions
+    )
 
 
 def _in_request(
