@@ -42,13 +42,18 @@ def _user(identity: McpIdentity, provisions: bool) -> Any:
 
 
 def _in_request(
-    service: Callable[..., Any], identity: McpIdentity, provisions: bool, kwargs: dict[str, Any]
-) -> Any:
+    service: Callable[..., Any],
+    shape: Callable[[Any], dict[str, Any]],
+    identity: McpIdentity,
+    provisions: bool,
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:
     """Run a service for the request's user the way Django runs a request: fresh or healthy
-    DB connections."""
+    DB connections. Its result is shaped here too: a shape may read a related row (a
+    message's recipient's user), which the event loop's thread may not."""
     close_old_connections()
     try:
-        return service(user=_user(identity, provisions), **kwargs)
+        return shape(service(user=_user(identity, provisions), **kwargs))
     finally:
         close_old_connections()
 
@@ -73,11 +78,11 @@ async def call(
     run = sync_to_async(_in_request, thread_sensitive=False)
     with acting_as(identity.actor), request_id(identity.request_id):
         try:
-            result = await run(service, identity, provisions, kwargs)
+            data = await run(service, shape, identity, provisions, kwargs)
         except AtlasError as exc:
             return failure(exc)
         except Exception:
             # The traceback goes to the log; the model sees a fixed sentence and the request id.
             logger.exception("MCP tool %s failed", getattr(service, "__name__", service))
             return internal_failure()
-        return success(shape(result))
+        return success(data)

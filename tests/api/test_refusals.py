@@ -50,8 +50,8 @@ from tests.mcp.conftest import mcp_session, payload, run
 MCP_PATHS = ("/mcp/", "/api/atlas/mcp/")
 
 # --- what the generator knows, by name --------------------------------------------------------
-# A path parameter or field -> the object it names (a key of MAKERS). Per route where one name
-# means two things (a catalog document's id is also called memory_id).
+# A path parameter, field or tool argument -> the object it names (a key of MAKERS). Per route
+# or tool where one name means two things (a catalog document's id is also called memory_id).
 IDS: dict[str, str] = {
     "user_id": "user",
     "memory_id": "memory_id",
@@ -82,6 +82,9 @@ NOT_IDS: dict[str, str] = {
     "slug@POST api-agents": "the slug of the agent the user registers",
     "project@POST api-recall": "a filter on the caller's own memories",
     "project@GET api-tasks": "a filter on the caller's own tasks",
+    "project@recall_memory": "a filter on the caller's own memories",
+    "session_id@record_turn": "the conversation's own label, kept on the episode",
+    "session_id@record_reply": "the conversation's own label, kept on the episode",
     "machine_key": "the client's own machine name",
     "external_id": "the id of a user the tenant token creates in its own tenant",
     "manifest_hash": "a digest of the manifest, checked against the plan named by plan_id",
@@ -171,7 +174,11 @@ TOOL_CALLS: dict[str, dict[str, Any]] = {
     "graph_search": {"query": "plan", "project": "{project}"},
     "graph_related": {"project": "{project}", "key": "{key}"},
     "graph_blockers": {"project": "{project}"},
-    "graph_diff": {"project": "{project}"},
+    "graph_diff": {
+        "project": "{project}",
+        "since": "2026-01-01T00:00:00Z",
+        "until": "2100-01-01T00:00:00Z",
+    },
     "graph_handoff": {"project": "{project}"},
     "entity_get": {"project": "{project}", "key": "{key}"},
 }
@@ -194,7 +201,8 @@ class Owner:
     counter = itertools.count()
 
     def __init__(self, user: User, api: Api) -> None:
-        self.user, self.api, self.made = user, api, {}
+        self.user, self.api = user, api
+        self.made: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> str:
         if name not in self.made:
@@ -588,9 +596,9 @@ def test_an_undeclared_parameter_or_tool_argument_fails_the_generator():
 def tool_ids(name: str, schema: dict[str, Any]) -> dict[str, str]:
     ids = {}
     for arg in schema.get("properties", {}):
-        if arg in NOT_IDS:
+        if arg in NOT_IDS or f"{arg}@{name}" in NOT_IDS:
             continue
-        where = IDS.get(arg)
+        where = ROUTE_IDS.get(name, {}).get(arg) or IDS.get(arg)
         if where is None:
             if ID_LIKE.search(arg):
                 pytest.fail(declare(f"The tool {name}: {arg!r} looks like an id."))
@@ -641,7 +649,9 @@ def test_every_mcp_tool_refuses_another_users_and_another_tenants_ids(
         if ids:
             tenant_wide = set(ids.values()) <= TENANT_WIDE
             owners = [Owner(u, api) for u in ((charlie,) if tenant_wide else (bob, charlie))]
-            problems += probe_tool(atlas_server, bound, tool, ids, owners, Owner(alice, api))
+            problems += probe_tool(
+                atlas_server, bound, tool, ids, owners, lambda: Owner(alice, api)
+            )
     with capsys.disabled():
         print(f"\n{len(tools)} MCP tools:")
         for tool in tools:
@@ -651,15 +661,21 @@ def test_every_mcp_tool_refuses_another_users_and_another_tenants_ids(
 
 
 def probe_tool(
-    url: str, token: str, tool: Any, ids: dict[str, str], owners: list[Owner], own: Owner
+    url: str,
+    token: str,
+    tool: Any,
+    ids: dict[str, str],
+    owners: list[Owner],
+    alices: Callable[[], Owner],
 ) -> list[str]:
     """Alice's session calls the tool with each foreign owner's ids (a ``*_not_found`` tool
-    error), then with her own (past the scope)."""
+    error), then with fresh ones of her own (it must succeed)."""
     problems = []
     objects = set(ids.values())
     for theirs in owners:
+        own = alices()
 
-        def pick(name: str, theirs: Owner = theirs) -> str:
+        def pick(name: str, theirs: Owner = theirs, own: Owner = own) -> str:
             return theirs[name] if name in objects else own[name]
 
         args = fill(TOOL_CALLS[tool.name], pick)
@@ -675,7 +691,7 @@ def probe_tool(
         got, control = (tool_answer(r) for r in run(calls))
         if not got.endswith("_not_found") or got == "user_not_found":
             problems.append(f"{tool.name} with {theirs.user.external_id}'s ids: {got}")
-        if control.endswith("_not_found"):
+        if control != "ok":
             problems.append(f"{tool.name} with alice's own ids: {control}")
     return problems
 
