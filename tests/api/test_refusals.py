@@ -221,11 +221,12 @@ class Owner:
 def _notes(o: Owner) -> dict[str, str]:
     remote = f"git@github.com:{o.user.external_id}/repo-{o.n()}.git"
     project = project_register(user=o.user, remote=remote).project
-    for path, body in (("docs/a.md", "---\nid: a\n---\nPlan A.\n"), ("docs/b.md", "Plan B.\n")):
+    key = f"{o.user.external_id}-{o.n()}"  # a key of this owner's only
+    for path, body in (("docs/a.md", f"---\nid: {key}\n---\nPlan A.\n"), ("docs/b.md", "B.\n")):
         entity_upsert(
             user=o.user, project_key=project.key, path=path, content=body, machine_key="laptop"
         )
-    return {"project": project.key, "key": "a"}
+    return {"project": project.key, "key": key}
 
 
 def _run(o: Owner) -> dict[str, str]:
@@ -480,21 +481,26 @@ def probe_users(world: World, op: Operation) -> list[str]:
 
 
 def probe_objects(world: World, op: Operation) -> list[str]:
-    """Alice names her own user and another user's (Bob's) or tenant's (Charlie's) objects:
-    404 ``*_not_found``; with her own objects the same call gets past the scope."""
+    """Alice names her own user and, one at a time, another user's (Bob's) or tenant's
+    (Charlie's) object for each id the operation takes, her own for the others: 404
+    ``*_not_found`` (one id's scope never hides behind another's); with her own objects the
+    same call gets past the scope."""
     problems, reached = [], False
     for caller, token in world.callers():
-        tenant_wide = op.objects - {"user"} <= TENANT_WIDE
-        owners = [world.charlie] if tenant_wide else [world.bob, world.charlie]
         own = Owner(world.alice, world.api)
         results = []
-        for foreign in owners:
-            theirs = Owner(foreign, world.api)
+        for probed in sorted(op.objects - {"user"}):
+            wide = probed in TENANT_WIDE
+            for foreign in [world.charlie] if wide else [world.bob, world.charlie]:
+                theirs = Owner(foreign, world.api)
 
-            def objects(name: str, own: Owner = own, theirs: Owner = theirs) -> str:
-                return theirs[name] if name in op.objects - {"user"} else own[name]
+                def objects(
+                    name: str, own: Owner = own, theirs: Owner = theirs, probed: str = probed
+                ) -> str:
+                    return theirs[name] if name == probed else own[name]
 
-            results.append((foreign, answer(send(world.api, op, token, objects))))
+                got = answer(send(world.api, op, token, objects))
+                results.append((f"{foreign.external_id}'s {probed}", got))
         control = answer(send(world.api, op, token, own.__getitem__))
         if control[0] in (401, 403):
             if any(got != control for _, got in results):
@@ -503,9 +509,9 @@ def probe_objects(world: World, op: Operation) -> list[str]:
         reached = True
         if control[0] >= 300 and control[0] != 409:  # 409: the object was found, in a state
             problems.append(f"{op.label}: {caller}: with its own objects: {control}")
-        for foreign, got in results:
+        for what, got in results:
             if got[0] != 404 or not got[1].endswith("_not_found") or got[1] == "user_not_found":
-                problems.append(f"{op.label}: {caller} with {foreign.external_id}'s got {got}")
+                problems.append(f"{op.label}: {caller} with {what} got {got}")
     if not reached:
         problems.append(f"{op.label}: no caller gets past its capability check")
     return problems
