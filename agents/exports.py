@@ -62,7 +62,7 @@ class OperationExportOut(serializers.Serializer[LedgerEntry]):
 
 
 def _agents(user: User) -> Any:
-    return Agent.objects.filter(user=user)
+    return Agent.objects.for_caller(user)
 
 
 SECTIONS: tuple[tuple[str, Any, type[serializers.Serializer[Any]], str], ...] = (
@@ -74,35 +74,33 @@ SECTIONS: tuple[tuple[str, Any, type[serializers.Serializer[Any]], str], ...] = 
     ),
     (
         "machines",
-        lambda user: in_batches(Machine.objects.filter(user=user)),
+        lambda user: in_batches(Machine.objects.for_caller(user)),
         MachineExportOut,
         "The machines the user's agents ran on.",
     ),
     (
         "projects",
-        lambda user: in_batches(Project.objects.filter(user=user).select_related("user")),
+        lambda user: in_batches(Project.objects.for_caller(user).select_related("user")),
         s.ProjectOut,
         "The user's projects.",
     ),
     (
         "agent_sessions",
         lambda user: in_batches(
-            Session.objects.filter(agent__user=user).select_related("agent", "project", "machine")
+            Session.objects.for_caller(user).select_related("agent", "project", "machine")
         ),
         s.SessionOut,
         "The sessions of the user's agents.",
     ),
     (
         "tasks",
-        lambda user: in_batches(Task.objects.filter(user=user).select_related("agent", "project")),
+        lambda user: in_batches(Task.objects.for_caller(user).select_related("agent", "project")),
         s.TaskOut,
         "The user's tasks.",
     ),
     (
         "task_transitions",
-        lambda user: in_batches(
-            TaskTransition.objects.filter(task__user=user).select_related("agent")
-        ),
+        lambda user: in_batches(TaskTransition.objects.for_caller(user).select_related("agent")),
         TaskTransitionExportOut,
         "Every transition asked of the user's tasks (applied or not).",
     ),
@@ -119,14 +117,14 @@ SECTIONS: tuple[tuple[str, Any, type[serializers.Serializer[Any]], str], ...] = 
     (
         "presence",
         lambda user: in_batches(
-            Presence.objects.filter(agent__user=user).select_related("agent", "machine", "session")
+            Presence.objects.for_caller(user).select_related("agent", "machine", "session")
         ),
         s.PresenceOut,
         "The presence of the user's agents per machine.",
     ),
     (
         "memory_files",
-        lambda user: in_batches(MemoryFile.objects.filter(user=user).select_related("project")),
+        lambda user: in_batches(MemoryFile.objects.for_caller(user).select_related("project")),
         s.MemoryFileOut,
         "The user's synced memory files (their text is in `memories`).",
     ),

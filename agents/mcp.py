@@ -7,7 +7,7 @@ The user comes from the authenticated request and the acting agent from its toke
 bound to an agent); never from the arguments. ``HINTS`` are the tools' annotations.
 
 Registration (memory must not import this app): the composition root passes ``TOOLS`` with
-their ``HINTS`` to ``memory.mcp.app.platform_app(..., extra_tools=...)`` (atlas_server/asgi.py).
+their ``HINTS`` to ``atlas_platform.mcp.server.build_server`` (atlas_server/asgi.py).
 """
 
 # No ``from __future__ import annotations``: the MCP SDK builds the JSON schemas from these
@@ -26,15 +26,15 @@ from agents.models import Agent
 from agents.selectors import agent_for_token, inbox, session_list, task_current, task_list
 from agents.services.messages import message_ack, message_send
 from agents.services.tasks import task_create, task_transition
-from memory.public import call as memory_call
-from memory.public import identity_of
+from atlas_platform.mcp.calls import call as platform_call
+from atlas_platform.mcp.calls import identity_of
 from tenants.models import User
 
 
 async def call(
     ctx: Context, fn: Callable[[Agent], Any], shape: Callable[[Any], dict[str, Any]]
 ) -> CallToolResult:
-    """Run ``fn(agent)`` through memory's MCP call (worker thread, the token's actor, domain
+    """Run ``fn(agent)`` through the platform's MCP call (worker thread, the token's actor, domain
     errors as tool errors): ``agent`` is the token's agent (a token bound to none gets a tool
     error)."""
     token = identity_of(ctx).token
@@ -42,7 +42,7 @@ async def call(
     def as_agent(*, user: User) -> Any:
         return fn(agent_for_token(token=token, user=user))
 
-    return await memory_call(ctx, as_agent, shape)
+    return await platform_call(ctx, as_agent, shape)
 
 
 async def call_for_user(
@@ -53,7 +53,7 @@ async def call_for_user(
     def as_user(*, user: User) -> Any:
         return fn(user)
 
-    return await memory_call(ctx, as_user, shape)
+    return await platform_call(ctx, as_user, shape)
 
 
 def _one(shape: type[serializers.Serializer[Any]], key: str) -> Callable[[Any], dict[str, Any]]:

@@ -11,6 +11,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from atlas_platform.scoping import CallerQuerySet
 from tenants.models import SLUG_VALIDATOR, User
 
 CLIENT_ID_VALIDATOR = RegexValidator(
@@ -26,6 +27,9 @@ class Agent(models.Model):
     slug = models.CharField(max_length=50, validators=[SLUG_VALIDATOR])
     display_name = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["user_id", "slug"]
@@ -48,6 +52,9 @@ class Machine(models.Model):
     first_seen_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
 
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
+
     class Meta:
         ordering = ["user_id", "key"]
         constraints = [
@@ -69,6 +76,9 @@ class Project(models.Model):
     remote = models.CharField(max_length=500, blank=True)
     team_visible = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
+
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["user_id", "name"]
@@ -100,6 +110,9 @@ class Session(models.Model):
     writes = models.PositiveIntegerField(default=0)
     files_touched = models.JSONField(default=list, blank=True)
     summary_memory_id = models.CharField(max_length=64, blank=True)
+
+    owner = "agent__user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -156,6 +169,9 @@ class Task(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
+
     class Meta:
         ordering = ["-updated_at", "-id"]
 
@@ -180,6 +196,9 @@ class TaskTransition(models.Model):
     expected_version = models.PositiveIntegerField()
     result = models.CharField(max_length=16, choices=Result.choices)
     created_at = models.DateTimeField(default=timezone.now)
+
+    owner = "task__user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -215,6 +234,9 @@ class Message(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     acknowledged_at = models.DateTimeField(null=True, blank=True)
 
+    owner = "recipient__user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["recipient", "acknowledged_at"])]
@@ -237,6 +259,9 @@ class Presence(models.Model):
     task = models.ForeignKey(
         Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    owner = "agent__user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["agent_id", "machine_id"]
@@ -276,6 +301,9 @@ class MemoryFile(models.Model):
     machine_key = models.CharField(max_length=128, blank=True)
     deleted = models.BooleanField(default=False)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "path"]

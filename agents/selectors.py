@@ -1,6 +1,8 @@
 """Reads of the agents domain, with the isolation rules in one place: a user's rows are read
-through that user only (another user's or tenant's ids are "not found", never "forbidden"),
-an inbox by its agent only, and a team-visible project by its own tenant only."""
+through ``Model.objects.for_caller(user)`` only (``atlas_platform.scoping``: another user's or
+tenant's ids are "not found", never "forbidden"), an agent's (an inbox, its sessions, its open
+tasks) through the agent ``agent_for_token`` found that way, and a team-visible project
+through ``in_callers_tenant``, never beyond the caller's tenant."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -21,9 +23,10 @@ from agents.models import (
     Session,
     Task,
 )
-from atlas_platform.exceptions import NotFound, PermissionDenied
 from atlas_platform.ledger import ledger_answers
+from atlas_platform.scoping import missing
 from memory.public import memory_get_many
+from tenants.capabilities import Capability, capability_require
 from tenants.models import PlatformToken, Tenant, User
 
 OPEN_STATES = (Task.State.IN_PROGRESS, Task.State.BLOCKED, Task.State.SUSPENDED)
@@ -33,26 +36,22 @@ OPEN_STATES = (Task.State.IN_PROGRESS, Task.State.BLOCKED, Task.State.SUSPENDED)
 def agent_for_token(*, token: PlatformToken, user: User) -> Agent:
     """The agent a request acts as: the one its token is bound to (never a body's claim).
     A token bound to no agent may read the user's records but not act as an agent."""
-    if not token.agent_slug or token.user_id != user.pk:
-        raise PermissionDenied(
-            "This token is not bound to an agent; issue one for the agent.",
-            code="token_not_bound_to_agent",
-        )
-    agent = Agent.objects.filter(user=user, slug=token.agent_slug).first()
+    capability_require(token=token, capability=Capability.AGENT, user=user)
+    agent = Agent.objects.for_caller(user).filter(slug=token.agent_slug).first()
     if agent is None:
-        raise NotFound(f"No agent {token.agent_slug!r} for this user.", code="agent_not_found")
+        raise missing("agent", token.agent_slug)
     agent.user = user
     return agent
 
 
 def agent_list(*, user: User) -> QuerySet[Agent]:
-    return Agent.objects.filter(user=user).order_by("slug")
+    return Agent.objects.for_caller(user).order_by("slug")
 
 
 def presence_list(*, user: User) -> QuerySet[Presence]:
     """Every presence row of the user's agents (one per agent and machine)."""
     return (
-        Presence.objects.filter(agent__user=user)
+        Presence.objects.for_caller(user)
         .select_related("agent", "machine", "session")
         .order_by("agent__slug", "machine__key")
     )
@@ -61,45 +60,45 @@ def presence_list(*, user: User) -> QuerySet[Presence]:
 # --- projects -----------------------------------------------------------------------------
 def project_get(*, user: User, key: str) -> Project:
     """The user's own project with this key, else a team-visible one of the user's tenant."""
-    found = Project.objects.filter(key=key, user=user).first() or (
-        Project.objects.filter(key=key, team_visible=True, user__tenant_id=user.tenant_id)
+    found = Project.objects.for_caller(user).filter(key=key).first() or (
+        Project.objects.in_callers_tenant(user)
+        .filter(key=key, team_visible=True)
         .order_by("id")
         .first()
     )
     if found is None:
-        raise NotFound(f"No project {key!r} for this user.", code="project_not_found")
+        raise missing("project", key)
     return found
 
 
 def own_project(*, user: User, key: str) -> Project:
-    project = Project.objects.filter(key=key, user=user).first()
+    project = Project.objects.for_caller(user).filter(key=key).first()
     if project is None:
-        raise NotFound(f"No project {key!r} for this user.", code="project_not_found")
+        raise missing("project", key)
     return project
 
 
 def project_list(*, user: User, include_team: bool = False) -> QuerySet[Project]:
     """The user's projects, and with ``include_team`` the tenant's team-visible ones."""
-    rule = Q(user=user)
+    projects = Project.objects.for_caller(user)
     if include_team:
-        rule |= Q(team_visible=True, user__tenant_id=user.tenant_id)
-    return Project.objects.filter(rule).select_related("user").order_by("name", "id")
+        projects |= Project.objects.in_callers_tenant(user).filter(team_visible=True)
+    return projects.select_related("user").order_by("name", "id")
 
 
 # --- sessions -----------------------------------------------------------------------------
 def session_get(*, agent: Agent, session_id: str) -> Session:
-    session = Session.objects.filter(agent=agent, external_id=session_id).first()
-    if session is None:
-        raise NotFound(f"No session {session_id!r} of this agent.", code="session_not_found")
-    return session
+    session = Session.objects.filter(agent=agent, external_id=session_id)
+    found = session.first()
+    if found is None:
+        raise missing("session", session_id, "of this agent")
+    return found
 
 
 def session_list(
     *, user: User, agent_slug: str | None = None, open_only: bool = False, limit: int = 50
 ) -> list[Session]:
-    sessions = Session.objects.filter(agent__user=user).select_related(
-        "agent", "project", "machine"
-    )
+    sessions = Session.objects.for_caller(user).select_related("agent", "project", "machine")
     if agent_slug:
         sessions = sessions.filter(agent__slug=agent_slug)
     if open_only:
@@ -109,10 +108,11 @@ def session_list(
 
 # --- tasks --------------------------------------------------------------------------------
 def task_get(*, user: User, task_id: int) -> Task:
-    task = Task.objects.filter(user=user, pk=task_id).select_related("agent", "project").first()
-    if task is None:
-        raise NotFound(f"No task {task_id} for this user.", code="task_not_found")
-    return task
+    task = Task.objects.for_caller(user).filter(pk=task_id).select_related("agent", "project")
+    found = task.first()
+    if found is None:
+        raise missing("task", task_id)
+    return found
 
 
 def task_list(
@@ -122,7 +122,7 @@ def task_list(
     project_key: str | None = None,
     limit: int = 50,
 ) -> list[Task]:
-    tasks = Task.objects.filter(user=user).select_related("agent", "project")
+    tasks = Task.objects.for_caller(user).select_related("agent", "project")
     if state:
         tasks = tasks.filter(state=state)
     if project_key:
@@ -155,7 +155,7 @@ def inbox_message(*, agent: Agent, message_id: int) -> Message:
         .first()
     )
     if message is None:
-        raise NotFound(f"No message {message_id} in this agent's inbox.", code="message_not_found")
+        raise missing("message", message_id, "in this agent's inbox")
     return message
 
 

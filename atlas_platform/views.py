@@ -1,7 +1,8 @@
-"""The base of every API endpoint: JSON only, the request size limit, per-token rate limits, and
-one hook that loads what the path names before any handler runs. Apps add what they own on top
-(``tenants.api.base``: the token and the user it acts for; ``memory.api.base``: the
-``Idempotency-Key`` ledger)."""
+"""The bases of every API endpoint: JSON only, the request size limit, per-token rate limits,
+one hook that loads what the path names before any handler runs (``ApiView``), the calling
+token (``TokenApiView``) and the user it acts for (``UserApiView``: resolved by the caller rules
+of ``atlas_platform.callers``, the same ones the MCP host uses). ``memory.api.base`` adds the
+``Idempotency-Key`` ledger for writes."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from atlas_platform.callers import callers
 from atlas_platform.exceptions import ValidationError
 from atlas_platform.renderers import JSONRenderer
 from atlas_platform.throttling import TokenRateThrottle
@@ -119,3 +121,31 @@ class ApiView(APIView):
 
     def resolve(self, **kwargs: Any) -> None:
         """Hook: load what the path names (and refuse what the token may not reach)."""
+
+
+class TokenApiView(ApiView):
+    """An endpoint called with a platform token (``self.token``)."""
+
+    @property
+    def token(self) -> Any:
+        token = self.request.auth
+        if token is None:  # only token authentication is configured
+            raise exceptions.NotAuthenticated()
+        return token
+
+
+class UserApiView(TokenApiView):
+    """``/users/{user_id}/...``: ``self.subject`` is the user the token may act for, resolved
+    before any handler runs (404 for another tenant's or another user's id)."""
+
+    subject: Any
+    # True on the endpoint that starts a conversation (a turn): an unknown user is provisioned
+    # first where the tenant turned on auto-provisioning.
+    provisions_unknown_user = False
+
+    def resolve(self, **kwargs: Any) -> None:
+        self.subject = callers().subject(
+            token=self.token,
+            external_id=kwargs["user_id"],
+            provisions=self.provisions_unknown_user,
+        )

@@ -24,8 +24,16 @@ from django.urls import get_resolver  # noqa: E402
 
 from agents import mcp as agents_mcp  # noqa: E402
 from atlas_platform.logging import access_log_redaction_install  # noqa: E402
+from atlas_platform.mcp.app import platform_app  # noqa: E402
+from atlas_platform.mcp.server import build_server  # noqa: E402
 from knowledge import mcp as knowledge_mcp  # noqa: E402
-from memory.public import embedder, platform_app, refuse_foreign_indices  # noqa: E402
+from memory.public import (  # noqa: E402
+    INSTRUCTIONS,
+    RECALL_TOOLS,
+    embedder,
+    memory_tools,
+    refuse_foreign_indices,
+)
 
 logger = logging.getLogger(__name__)
 refuse_foreign_indices()  # never serve on another deployment's indices (a proven mismatch only)
@@ -38,11 +46,18 @@ django_application = WSGIMiddleware(
 )
 application = platform_app(
     django_application,
-    extra_tools=[
-        (fn, tools.HINTS[fn.__name__])
-        for tools in (agents_mcp, knowledge_mcp)
-        for fn in tools.TOOLS
-    ],
+    build_server(
+        instructions=INSTRUCTIONS,
+        tools=[
+            *memory_tools(),
+            *(
+                (fn, app.HINTS[fn.__name__])
+                for app in (agents_mcp, knowledge_mcp)
+                for fn in app.TOOLS
+            ),
+        ],
+        recall_tools=RECALL_TOOLS,
+    ),
 )
 
 

@@ -45,36 +45,34 @@ class NarrationExportOut(serializers.Serializer[HandoffNarration]):
 SECTIONS: tuple[tuple[str, Any, type[serializers.Serializer[Any]], str], ...] = (
     (
         "entities",
-        lambda user: in_batches(Entity.objects.filter(user=user).select_related("project")),
+        lambda user: in_batches(Entity.objects.for_caller(user).select_related("project")),
         EntityExportOut,
         "The knowledge graph's entities (tombstoned ones too), with their text.",
     ),
     (
         "entity_revisions",
         lambda user: in_batches(
-            Revision.objects.filter(entity__user=user).select_related("entity__project")
+            Revision.objects.for_caller(user).select_related("entity__project")
         ),
         RevisionExportOut,
         "Every revision of the user's entities (conflicting writes included).",
     ),
     (
         "entity_edges",
-        lambda user: in_batches(
-            Edge.objects.filter(source__user=user).select_related("project", "source")
-        ),
+        lambda user: in_batches(Edge.objects.for_caller(user).select_related("project", "source")),
         EdgeExportOut,
         "Every edge from the user's entities, removed ones too.",
     ),
     (
         "reconcile_runs",
-        lambda user: in_batches(ReconcileRun.objects.filter(user=user).select_related("project")),
+        lambda user: in_batches(ReconcileRun.objects.for_caller(user).select_related("project")),
         s.ReconcileRunOut,
         "Reconcile plans and receipts of the user's projects.",
     ),
     (
         "handoff_narrations",
         lambda user: in_batches(
-            HandoffNarration.objects.filter(user=user).select_related("project")
+            HandoffNarration.objects.for_caller(user).select_related("project")
         ),
         NarrationExportOut,
         "Narrated handoffs: token use only (the text is never kept).",

@@ -2,7 +2,7 @@
 
 Conventions of ``agents/mcp.py`` (one ``async def`` per tool, ``Annotated`` parameters, the
 docstring is what the model reads, the body one call of one selector or service through
-``memory.mcp.calls``). The user comes from the authenticated request, never the arguments.
+``atlas_platform.mcp.calls``). The user comes from the authenticated request, never the arguments.
 Registered by the composition root (``atlas_server/asgi.py``) with ``HINTS``.
 """
 
@@ -17,10 +17,10 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from agents.mcp import call_for_user
+from atlas_platform.mcp.calls import identity_of
 from knowledge import selectors as sel
 from knowledge.api import serializers as s
 from knowledge.services.handoff import handoff_build
-from memory.public import identity_of
 from tenants.models import User
 
 Project = Annotated[

@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from agents.models import Project
+from atlas_platform.scoping import CallerQuerySet
 from tenants.models import User
 
 
@@ -50,6 +51,9 @@ class Entity(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     status_changed_at = models.DateTimeField(default=timezone.now)
+
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "key"]
@@ -98,6 +102,9 @@ class Revision(models.Model):
     edges_removed = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
+    owner = "entity__user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
+
     class Meta:
         ordering = ["entity_id", "number"]
         constraints = [
@@ -127,6 +134,9 @@ class Edge(models.Model):
     ref = models.CharField(max_length=500)  # the target case-folded: incoming edges by it
     added_at = models.DateTimeField(default=timezone.now)
     removed_at = models.DateTimeField(null=True, blank=True)
+
+    owner = "source__user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["source_id", "label", "target"]
@@ -168,6 +178,9 @@ class ReconcileRun(models.Model):
     deleted = models.JSONField(default=list, blank=True)  # keys tombstoned
     moved = models.JSONField(default=list, blank=True)  # [{from, to}] keys moved
 
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -184,6 +197,9 @@ class HandoffNarration(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    owner = "user"  # the user whose rows these are (for_caller)
+    objects = CallerQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

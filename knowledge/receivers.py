@@ -15,10 +15,10 @@ def erase_user_data(*, user: User, whole_user: bool, **kwargs: Any) -> dict[str,
     if not whole_user:
         return {}
     counts = {
-        "knowledge.reconcile_runs": ReconcileRun.objects.filter(user=user).delete()[0],
-        "knowledge.narrations": HandoffNarration.objects.filter(user=user).delete()[0],
+        "knowledge.reconcile_runs": ReconcileRun.objects.for_caller(user).delete()[0],
+        "knowledge.narrations": HandoffNarration.objects.for_caller(user).delete()[0],
     }
-    _, per_model = Entity.objects.filter(user=user).delete()
+    _, per_model = Entity.objects.for_caller(user).delete()
     counts["knowledge.entities"] = per_model.get("knowledge.Entity", 0)
     counts["knowledge.revisions"] = per_model.get("knowledge.Revision", 0)
     counts["knowledge.edges"] = per_model.get("knowledge.Edge", 0)

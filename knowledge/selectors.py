@@ -80,7 +80,8 @@ def _current_project(user: User, agent_slug: str) -> Project:
             code="no_current_project",
         )
     session = (
-        Session.objects.filter(agent__user=user, agent__slug=agent_slug, project__isnull=False)
+        Session.objects.for_caller(user)
+        .filter(agent__slug=agent_slug, project__isnull=False)
         .select_related("project")
         .order_by("-last_activity_at", "-id")
         .first()

@@ -86,9 +86,10 @@ _HOMES: dict[str, str] = {
     "OnnxCrossEncoderReranker": "memory.rerank",
     # the entry points' bases other apps build on
     "UserView": "memory.api.base",
-    "call": "memory.mcp.calls",
-    "identity_of": "memory.mcp.calls",
-    "platform_app": "memory.mcp.app",
+    # memory's MCP tools, which the platform's MCP host serves beside the other apps'
+    "memory_tools": "memory.mcp.server",
+    "INSTRUCTIONS": "memory.mcp.server",
+    "RECALL_TOOLS": "memory.mcp.server",
     "register_forget_handoff": "memory.admin.inspector",
 }
 
@@ -111,8 +112,11 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
         register_embedder as register_embedder,
     )
     from memory.errors import MemoryStoreUnavailable as MemoryStoreUnavailable
-    from memory.mcp.app import platform_app as platform_app
-    from memory.mcp.calls import call as call, identity_of as identity_of
+    from memory.mcp.server import (
+        INSTRUCTIONS as INSTRUCTIONS,
+        RECALL_TOOLS as RECALL_TOOLS,
+        memory_tools as memory_tools,
+    )
     from memory.plans import DEFAULT_PLAN as DEFAULT_PLAN, RecallPlan as RecallPlan
     from memory.rerank import OnnxCrossEncoderReranker as OnnxCrossEncoderReranker
     from memory.selectors import (

@@ -44,10 +44,11 @@ from agents.services.projects import project_register
 from agents.services.sessions import session_end, session_start, session_touch
 from agents.services.tasks import task_create, task_transition
 from atlas_platform.api import error_body
-from atlas_platform.exceptions import PermissionDenied, ValidationError
+from atlas_platform.exceptions import ValidationError
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, WRITE_ERRORS, errors
 from atlas_platform.views import parsed
 from memory.public import UserView
+from tenants.capabilities import Capability, capability_require
 
 TAGS = ["agents"]
 ACT_READ = (*READ_ERRORS, 403)
@@ -166,13 +167,7 @@ class AgentTokensView(UserView):
     idempotent = False  # the answer holds a secret: never kept in the idempotency ledger
 
     def resolve(self, **kwargs: Any) -> None:
-        token = self.token
-        if token.user_id is not None or not token.allow_provisioning:
-            raise PermissionDenied(
-                "Issuing a token needs a tenant-wide token with the provisioning right; or ask "
-                "an admin: the user's page, 'Issue an agent-bound token'.",
-                code="token_issue_not_allowed",
-            )
+        capability_require(token=self.token, capability=Capability.PROVISIONING)
         super().resolve(**kwargs)
 
     @extend_schema(

@@ -26,7 +26,7 @@ class Registered:
 def agent_register(*, user: User, slug: str, display_name: str = "") -> Registered:
     """The user's agent with this slug, created on first use (a client registers on every
     install: the second time is a no-op, and a changed display name is kept)."""
-    existing = Agent.objects.filter(user=user, slug=slug).first()
+    existing = Agent.objects.for_caller(user).filter(slug=slug).first()
     if existing is not None:
         return Registered(existing, created=False)
     agent = Agent(user=user, slug=slug, display_name=display_name.strip(), created_at=now())
@@ -36,7 +36,7 @@ def agent_register(*, user: User, slug: str, display_name: str = "") -> Register
             agent.save()
             audit("agent.register", user=user, target=agent, agent=agent)
     except IntegrityError:  # registered by a concurrent request
-        return Registered(Agent.objects.get(user=user, slug=slug), created=False)
+        return Registered(Agent.objects.for_caller(user).get(slug=slug), created=False)
     return Registered(agent, created=True)
 
 
@@ -126,12 +126,12 @@ def presence_heartbeat(
 def _machine(user: User, key: str, moment: datetime, described: dict[str, str]) -> Machine:
     machine = Machine(user=user, key=key, first_seen_at=moment, last_seen_at=moment, **described)
     validate(machine, exclude=["user"])  # also before an update: lengths, the key's form
-    if Machine.objects.filter(user=user, key=key).update(last_seen_at=moment, **described):
-        return Machine.objects.get(user=user, key=key)
+    if Machine.objects.for_caller(user).filter(key=key).update(last_seen_at=moment, **described):
+        return Machine.objects.for_caller(user).get(key=key)
     try:
         with transaction.atomic():
             machine.save()
             audit("machine.register", user=user, target=machine, machine=key)
     except IntegrityError:
-        return Machine.objects.get(user=user, key=key)
+        return Machine.objects.for_caller(user).get(key=key)
     return machine

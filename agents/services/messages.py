@@ -30,7 +30,7 @@ def _recipient(sender: Agent, user_id: str | None, slug: str) -> Agent:
     if found is None:
         raise NotFound(f"No agent {slug!r} of user {user_id!r}.", code="agent_not_found")
     user = found
-    agent = Agent.objects.filter(user=user, slug=slug).select_related("user").first()
+    agent = Agent.objects.for_caller(user).filter(slug=slug).select_related("user").first()
     if agent is None:
         raise NotFound(f"No agent {slug!r} of user {user.external_id!r}.", code="agent_not_found")
     return agent

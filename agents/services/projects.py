@@ -64,7 +64,7 @@ def project_register(
     default_name = (normal or (path or "").rstrip("/")).rsplit("/", 1)[-1] or key[:12]
     name = (name or "").strip() or default_name
     with transaction.atomic():
-        project = Project.objects.select_for_update().filter(user=user, key=key).first()
+        project = Project.objects.for_caller(user).select_for_update().filter(key=key).first()
         if project is not None:
             return ProjectRegistered(_update(project, name, team_visible), created=False)
         project = Project(
@@ -80,7 +80,7 @@ def project_register(
             with transaction.atomic():
                 project.save()
         except IntegrityError:  # registered concurrently
-            return ProjectRegistered(Project.objects.get(user=user, key=key), created=False)
+            return ProjectRegistered(Project.objects.for_caller(user).get(key=key), created=False)
         audit("project.register", user=user, target=project, team_visible=project.team_visible)
     return ProjectRegistered(project, created=True)
 

@@ -26,18 +26,18 @@ def agents_user_purge(*, user: User) -> dict[str, int]:
     received, and memory files (the erasure job purges the user's operations from the
     exactly-once ledger itself). Returns the counts; the audit event holds counts only."""
     with transaction.atomic():
-        agents = Agent.objects.filter(user=user)
+        agents = Agent.objects.for_caller(user)
         counts = {
             "messages": Message.objects.filter(
                 Q(sender__in=agents) | Q(recipient__in=agents)
             ).delete()[0],
-            "task_transitions": TaskTransition.objects.filter(task__user=user).delete()[0],
-            "tasks": Task.objects.filter(user=user).delete()[0],
+            "task_transitions": TaskTransition.objects.for_caller(user).delete()[0],
+            "tasks": Task.objects.for_caller(user).delete()[0],
             "presence": Presence.objects.filter(agent__in=agents).delete()[0],
             "sessions": Session.objects.filter(agent__in=agents).delete()[0],
-            "memory_files": MemoryFile.objects.filter(user=user).delete()[0],
-            "projects": Project.objects.filter(user=user).delete()[0],
-            "machines": Machine.objects.filter(user=user).delete()[0],
+            "memory_files": MemoryFile.objects.for_caller(user).delete()[0],
+            "projects": Project.objects.for_caller(user).delete()[0],
+            "machines": Machine.objects.for_caller(user).delete()[0],
             "agents": agents.delete()[0],
         }
         audit_record(

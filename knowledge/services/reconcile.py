@@ -32,7 +32,8 @@ from django.db import transaction
 
 from agents.selectors import own_project
 from agents.services.common import client_id, now
-from atlas_platform.exceptions import AtlasError, Conflict, NotFound, ValidationError
+from atlas_platform.exceptions import AtlasError, Conflict, ValidationError
+from atlas_platform.scoping import missing
 from knowledge.models import Entity, ReconcileRun
 from knowledge.parsing import clean_path, clean_root, under
 from knowledge.services.entities import entity_index, entity_relocate, entity_tombstone
@@ -196,17 +197,18 @@ def reconcile_apply(*, user: User, plan_id: str, manifest_hash: str) -> Reconcil
     try:
         run_id = uuid.UUID(str(plan_id))
     except ValueError:
-        raise NotFound("No such reconcile plan.", code="plan_not_found") from None
+        raise missing("plan", plan_id) from None
     moment = now()
     with transaction.atomic():
         run = (
-            ReconcileRun.objects.select_for_update()
+            ReconcileRun.objects.for_caller(user)
+            .select_for_update()
             .select_related("project")
-            .filter(pk=run_id, user=user)
+            .filter(pk=run_id)
             .first()
         )
         if run is None:
-            raise NotFound("No such reconcile plan.", code="plan_not_found")
+            raise missing("plan", plan_id)
         _check_fresh(run, manifest_hash, moment)
         doomed, moving = _unchanged_rows(run)
         for entity in doomed:
@@ -281,8 +283,8 @@ def reconcile_run_get(*, user: User, run_id: str) -> ReconcileRun:
     try:
         pk = uuid.UUID(str(run_id))
     except ValueError:
-        raise NotFound("No such reconcile run.", code="plan_not_found") from None
-    run = ReconcileRun.objects.filter(pk=pk, user=user).select_related("project").first()
+        raise missing("plan", run_id) from None
+    run = ReconcileRun.objects.for_caller(user).filter(pk=pk).select_related("project").first()
     if run is None:
-        raise NotFound("No such reconcile run.", code="plan_not_found")
+        raise missing("plan", run_id)
     return run

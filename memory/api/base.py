@@ -1,6 +1,6 @@
 """The bases of memory's endpoints (and of other apps' write endpoints): the platform's API
-bases (``atlas_platform.views``, ``tenants.api.base``) with the ``Idempotency-Key`` ledger for
-writes, and the catalog permission."""
+bases (``atlas_platform.views``) with the ``Idempotency-Key`` ledger for
+writes."""
 
 from __future__ import annotations
 
@@ -13,12 +13,10 @@ from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpResponseBase
-from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from atlas_platform.exceptions import PermissionDenied, ValidationError
+from atlas_platform.exceptions import ValidationError
 from atlas_platform.ledger import (
     KeyInProgress,
     KeyReused,
@@ -29,9 +27,9 @@ from atlas_platform.ledger import (
     ledger_unknown,
 )
 from atlas_platform.models import LedgerEntry
+from atlas_platform.views import TokenApiView, UserApiView
 from memory.errors import IdempotencyInProgress, IdempotencyKeyReused
 from memory.services.intents import replay_begin, replay_end
-from tenants.api.base import TokenApiView, UserApiView
 from tenants.models import PlatformToken
 
 logger = logging.getLogger(__name__)
@@ -159,18 +157,3 @@ class AtlasView(IdempotentWrites):
 class UserView(IdempotentWrites, UserApiView):
     """``/users/{user_id}/...`` (``self.subject``, resolved before any handler) with idempotent
     writes."""
-
-
-class CatalogAccess(BasePermission):
-    """Tenant-wide tokens with catalog rights only."""
-
-    def has_permission(self, request: Request, view: APIView) -> bool:
-        token = request.auth
-        if not isinstance(token, PlatformToken):
-            return False
-        if token.user_id is not None or not token.allow_catalog:
-            raise PermissionDenied(
-                "The catalog needs a tenant-wide token issued with catalog rights.",
-                code="catalog_not_allowed",
-            )
-        return True

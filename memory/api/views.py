@@ -23,7 +23,7 @@ from atlas_platform.openapi import (
 )
 from atlas_platform.views import parsed
 from memory.api import serializers as s
-from memory.api.base import AtlasView, CatalogAccess, UserView
+from memory.api.base import AtlasView, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
 from memory.plans import DEFAULT_PLAN, RecallPlan
 from memory.selectors import catalog_list, memory_get, memory_history, memory_page
@@ -36,6 +36,7 @@ from memory.services.writes import (
     procedure_outcome_record,
 )
 from memory.types import PERSONAL_TYPES, MemoryDoc
+from tenants.capabilities import Capability, requires
 
 
 def memory_response(doc: MemoryDoc, code: int = status.HTTP_200_OK) -> Response:
@@ -181,7 +182,7 @@ class ProcedureOutcomeView(UserView):
 
 
 class CatalogView(AtlasView):
-    permission_classes = [IsAuthenticated, CatalogAccess]
+    permission_classes = [IsAuthenticated, requires(Capability.CATALOG)]
 
     @extend_schema(
         operation_id="catalog_list",
@@ -197,7 +198,7 @@ class CatalogView(AtlasView):
 
 
 class CatalogDocumentView(AtlasView):
-    permission_classes = [IsAuthenticated, CatalogAccess]
+    permission_classes = [IsAuthenticated, requires(Capability.CATALOG)]
 
     @extend_schema(
         operation_id="catalog_put",

@@ -1,18 +1,13 @@
-"""The Atlas MCP server (official ``mcp`` SDK, ``MCPServer``): the memory tools and their hints."""
+"""memory's part of the Atlas MCP server: its tools with their hints, the server's instructions
+and the tools that count as recalls (``atlas_platform.mcp.server.build_server`` serves them,
+beside the other apps' tools, from the composition root: atlas_server/asgi.py)."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from importlib import metadata
-from typing import Any
+from mcp.types import ToolAnnotations
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import ValidationError
-
-from memory.mcp import results, tools
+from atlas_platform.mcp.server import Tools
+from memory.mcp import tools
 
 INSTRUCTIONS = """\
 Atlas is this user's long-term memory, kept across conversations.
@@ -54,74 +49,9 @@ _HINTS = {
 }
 
 
-# An app above memory offers its own tools (e.g. agents: tasks, messages, sessions): each a
-# function following tools.py's conventions, with its annotations. The composition root
-# (atlas_server/asgi.py) passes them in; memory never imports those apps.
-ExtraTools = Sequence[tuple[Callable[..., Awaitable[Any]], ToolAnnotations]]
+RECALL_TOOLS = frozenset({"recall_memory"})  # counted against the token's recall rate limit
 
 
-UNSERVED = (
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("atlas")
-    except metadata.PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
-
-
-class AtlasServer(MCPServer):
-    """``MCPServer`` whose argument errors read like the tools' own domain errors."""
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError):
-                raise
-            if isinstance(exc.__cause__, ValidationError):
-                return results.invalid_arguments(exc.__cause__.errors())
-            if self._tool_manager.get_tool(name) is None:
-                return results.unknown_tool(name)
-            raise
-
-
-RECALL_TOOLS = frozenset({"recall_memory"})
-
-
-def tool_rate_scope(server: MCPServer, name: str) -> str:
-    """The REST rate-limit scope a tool call counts against: ``recall`` for recall, ``read``
-    for a read-only tool, ``write`` for any other (an unknown name too)."""
-    if name in RECALL_TOOLS:
-        return "recall"
-    tool = server._tool_manager.get_tool(name)
-    hints = tool.annotations if tool is not None else None
-    return "read" if hints is not None and hints.read_only_hint else "write"
-
-
-def build_server(extra: ExtraTools = ()) -> MCPServer:
-    """A server with the memory tools and any ``extra`` ones; descriptions come from the
-    tools' docstrings."""
-    server: MCPServer = AtlasServer("atlas", instructions=INSTRUCTIONS, version=_version())
-    # Atlas has tools only: leave prompts and resources unserved, so the handshake does not
-    # advertise capabilities that would answer empty lists (the SDK registers them always).
-    handlers = server._lowlevel_server._request_handlers
-    for method in UNSERVED:
-        handlers.pop(method, None)
-    offered = [*((fn, _HINTS[fn.__name__]) for fn in tools.TOOLS), *extra]
-    for fn, hints in offered:
-        server.add_tool(
-            fn,
-            description=inspect.cleandoc(fn.__doc__ or ""),
-            annotations=hints,
-            structured_output=False,
-        )
-    return server
+def memory_tools() -> Tools:
+    """memory's tools with their annotations."""
+    return [(fn, _HINTS[fn.__name__]) for fn in tools.TOOLS]

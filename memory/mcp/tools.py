@@ -1,6 +1,7 @@
 """The MCP tools: each parses its arguments and calls one memory service for the request's user.
 
-The user comes from the authenticated request (``memory.mcp.auth``), never from the arguments.
+The user comes from the authenticated request (``atlas_platform.mcp.auth``), never from the
+arguments.
 The docstrings and field descriptions are what the model reads: they say when to use each tool.
 """
 
@@ -14,7 +15,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from memory.mcp.calls import call
+from atlas_platform.mcp.calls import call
 from memory.mcp.results import (
     chain_out,
     profile_out,

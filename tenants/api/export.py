@@ -26,7 +26,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from atlas_platform.openapi import READ_ERRORS, USER_ID, errors
 from atlas_platform.text import escape_surrogates
-from tenants.api.base import UserApiView
+from atlas_platform.views import UserApiView
 from tenants.exports import ExportSection, export_sections, in_batches, register_export
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_read

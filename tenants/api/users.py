@@ -8,37 +8,19 @@ from typing import Any, TypeVar
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from atlas_platform.exceptions import PermissionDenied
 from atlas_platform.openapi import READ_ERRORS, USER_ID, WRITE_ERRORS, errors
-from atlas_platform.views import parsed
+from atlas_platform.views import TokenApiView, parsed
 from tenants.api import serializers as s
-from tenants.api.base import TokenApiView
-from tenants.models import PlatformToken, User
+from tenants.capabilities import Capability, requires
+from tenants.models import User
 from tenants.selectors import tenant_user, user_key_status, user_page
 from tenants.services.users import user_provision, user_set_status
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ProvisioningAccess(BasePermission):
-    """Tenant-wide tokens issued with the provisioning right only."""
-
-    def has_permission(self, request: Request, view: APIView) -> bool:
-        token = request.auth
-        if not isinstance(token, PlatformToken):
-            return False
-        if token.user_id is not None or not token.allow_provisioning:
-            raise PermissionDenied(
-                "Provisioning users needs a tenant-wide token issued with the provisioning "
-                "right (admin: Platform tokens > add > Allow provisioning).",
-                code="provisioning_not_allowed",
-            )
-        return True
 
 
 def user_data(user: User, **extra: Any) -> dict[str, Any]:
@@ -54,7 +36,7 @@ def user_data(user: User, **extra: Any) -> dict[str, Any]:
 
 
 class ProvisioningView(TokenApiView):
-    permission_classes = [IsAuthenticated, ProvisioningAccess]
+    permission_classes = [IsAuthenticated, requires(Capability.PROVISIONING)]
 
     def named_user(self, external_id: str) -> User:
         """The token's tenant's user by external id, in any status (404 otherwise)."""

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
 from atlas_platform.exceptions import AtlasError, Conflict, ValidationError
+from tenants.capabilities import Capability, token_can
 from tenants.models import EXTERNAL_ID_VALIDATOR, Operator, PlatformToken, ScopedKey, Tenant, User
 from tenants.selectors import user_for_token
 from tenants.services.audit import audit_record
@@ -93,7 +94,8 @@ def user_provision(
 def may_auto_provision(*, token: PlatformToken) -> bool:
     """Whether a first turn sent with ``token`` may create the user it names: a tenant token
     with the provisioning right, on a tenant that turned ``auto_provision_users`` on."""
-    return token.user_id is None and token.allow_provisioning and token.tenant.auto_provision_users
+    can = token_can(token=token, capability=Capability.PROVISIONING)
+    return can and token.tenant.auto_provision_users
 
 
 def user_awaits_provisioning(*, token: PlatformToken, external_id: str) -> bool:

@@ -50,7 +50,7 @@ def test_a_token_without_the_provisioning_right_is_refused(api, alice, acme, kin
     response = api.post(PATH, {"machine": "laptop"}, token=token)
 
     assert response.status_code == 403
-    assert error_code(response) == "token_issue_not_allowed"
+    assert error_code(response) == "provisioning_not_allowed"
     assert not PlatformToken.objects.filter(agent_slug="claude-code").exists()
 
 

@@ -18,7 +18,7 @@ from agents.services.agents import agent_token_issue
 from agents.services.messages import message_send
 from agents.services.sessions import session_start
 from agents.services.tasks import task_create
-from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
+from atlas_platform.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
 from tenants.services.tokens import token_issue
 from tests.agents.conftest import register
 

@@ -1,22 +1,17 @@
-"""Every agents endpoint refuses: no token, a dead token, another user or tenant, a token that
-is not bound to an agent; another user's task or message ids are "not found"."""
+"""Agents endpoints that act need a token bound to an agent; lists never show another user's or
+tenant's rows. (No token, a dead token, another user's or tenant's user and object ids: the
+generated probes of every route, tests/api/test_refusals.py.)"""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
-from agents.models import Message, Task, TaskTransition
 from agents.services.agents import presence_heartbeat
-from agents.services.messages import message_send
 from agents.services.projects import project_register
 from agents.services.sessions import session_start
 from agents.services.tasks import task_create
-from tenants.models import PlatformToken
-from tenants.services.tokens import token_issue, token_revoke
-from tests.agents.conftest import bound_token, error_code, register, tenant_token, user_token
+from tenants.services.tokens import token_issue
+from tests.agents.conftest import error_code, register, tenant_token, user_token
 
 pytestmark = pytest.mark.django_db
 
@@ -26,10 +21,6 @@ READS = [
     ("GET", "users/{user}/projects", None),
     ("GET", "users/{user}/sessions", None),
     ("GET", "users/{user}/tasks", None),
-]
-USER_WRITES = [
-    ("POST", "users/{user}/agents", {"slug": "codex"}),
-    ("POST", "users/{user}/projects", {"path": "/src/x"}),
 ]
 ACTING = [
     ("POST", "users/{user}/heartbeat", {"machine_key": "desk"}),
@@ -53,8 +44,6 @@ ACTING = [
         {"operations": [{"id": "o", "op": "task.create", "args": {"title": "x"}}]},
     ),
 ]
-EVERY = READS + USER_WRITES + ACTING
-WITH_IDS = [e for e in ACTING if "{task}" in e[1] or "{message}" in e[1]]
 
 
 def call(api, endpoint, token, user="alice", task=1, message=1):
@@ -66,46 +55,6 @@ def ids(endpoint):
     return f"{endpoint[0]} {endpoint[1]}"
 
 
-@pytest.mark.parametrize("endpoint", EVERY, ids=ids)
-def test_it_refuses_a_request_without_a_token(api, alice, endpoint):
-    response = call(api, endpoint, token=None)
-
-    assert response.status_code == 401 and error_code(response) == "not_authenticated"
-
-
-@pytest.mark.parametrize("endpoint", EVERY, ids=ids)
-def test_it_refuses_revoked_and_expired_bound_tokens(api, alice_agent, endpoint):
-    revoked = bound_token(alice_agent)
-    token_revoke(token=PlatformToken.objects.get(agent_slug="claude-code"))
-    expired = bound_token(alice_agent)
-    PlatformToken.objects.exclude(revoked_at__isnull=False).update(
-        expires_at=timezone.now() - timedelta(seconds=1)
-    )
-
-    assert error_code(call(api, endpoint, revoked)) == "token_revoked"
-    assert error_code(call(api, endpoint, expired)) == "token_expired"
-
-
-@pytest.mark.parametrize("endpoint", EVERY, ids=ids)
-def test_a_bound_token_naming_another_user_is_not_found(api, alice_bound, bob_agent, endpoint):
-    response = call(api, endpoint, alice_bound, user="bob")
-
-    assert response.status_code == 404 and error_code(response) == "user_not_found"
-
-
-@pytest.mark.parametrize("endpoint", EVERY, ids=ids)
-def test_a_tenant_token_naming_another_tenants_user_is_not_found(api, acme, charlie, endpoint):
-    register(charlie)
-
-    theirs = call(api, endpoint, tenant_token(acme), user="charlie")
-    unknown = call(api, endpoint, tenant_token(acme), user="nobody")
-
-    assert theirs.status_code == 404 and error_code(theirs) == "user_not_found"
-    assert theirs.json()["error"]["message"] == unknown.json()["error"]["message"].replace(
-        "nobody", "charlie"
-    )
-
-
 @pytest.mark.parametrize("endpoint", ACTING, ids=ids)
 @pytest.mark.parametrize("who", ["user token", "tenant token"])
 def test_acting_needs_a_token_bound_to_an_agent(api, acme, alice, alice_agent, endpoint, who):
@@ -114,36 +63,6 @@ def test_acting_needs_a_token_bound_to_an_agent(api, acme, alice, alice_agent, e
     response = call(api, endpoint, token)
 
     assert response.status_code == 403 and error_code(response) == "token_not_bound_to_agent"
-
-
-@pytest.mark.parametrize("endpoint", WITH_IDS, ids=ids)
-def test_another_users_task_or_message_ids_are_not_found(
-    api, alice_agent, alice_bound, bob, endpoint
-):
-    bobs = register(bob)
-    task = task_create(user=bob, agent=bobs, title="Bob's")
-    message = message_send(sender=alice_agent, to_user="bob", to_agent="claude-code", body="hi")
-    mine = message_send(sender=bobs, to_user="alice", to_agent="claude-code", body="yo")
-    # Alice may read the message she received, never the one she sent to Bob.
-    assert mine.recipient == alice_agent
-
-    response = call(api, endpoint, alice_bound, task=task.pk, message=message.pk)
-
-    assert response.status_code == 404
-    assert error_code(response) in ("task_not_found", "message_not_found")
-    assert Task.objects.get(pk=task.pk).version == 1 and not TaskTransition.objects.exists()
-    assert Message.objects.get(pk=message.pk).acknowledged_at is None
-    assert Message.objects.count() == 2
-
-
-def test_another_users_sessions_cannot_be_touched_or_ended(api, alice_bound, bob):
-    session_start(agent=register(bob), session_id="s-1")
-
-    touched = api.post("users/alice/sessions/s-1/touch", {}, token=alice_bound)
-    ended = api.post("users/alice/sessions/s-1/end", {}, token=alice_bound)
-
-    assert touched.status_code == ended.status_code == 404
-    assert error_code(touched) == "session_not_found"
 
 
 @pytest.mark.parametrize("endpoint", READS, ids=ids)

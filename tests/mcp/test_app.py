@@ -7,7 +7,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from memory.mcp.app import mcp_route
+from atlas_platform.mcp.app import mcp_route
 from tenants.models import AuditEvent, Tenant, User
 from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pairs, run
 
@@ -109,13 +109,15 @@ def test_before_the_lifespan_starts_the_endpoint_answers_a_json_rpc_503(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from memory.mcp.app import EndpointStarting, platform_app
+    from atlas_platform.mcp.app import EndpointStarting, platform_app
+    from atlas_platform.mcp.server import build_server
 
     async def django_app(scope: Any, receive: Any, send: Any) -> None:
         raise AssertionError("an MCP path reached Django")
 
     token = issue(acme, alice)
-    client = TestClient(platform_app(django_app))  # no `with`: the lifespan never runs
+    server = build_server(instructions="", tools=[])
+    client = TestClient(platform_app(django_app, server))  # no `with`: the lifespan never runs
     response = client.post(
         "/mcp/",
         json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"},

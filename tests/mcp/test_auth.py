@@ -195,7 +195,7 @@ def test_a_request_that_is_not_json_rpc_gets_the_shared_error_shape(
 def test_an_unhandled_error_before_the_sdk_is_a_json_rpc_500_without_its_text(
     atlas_server: str, people: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
-    from memory.mcp import auth
+    from atlas_platform.mcp import auth
 
     def broken(**kwargs: Any) -> Any:
         raise RuntimeError(SECRET)
@@ -203,7 +203,7 @@ def test_an_unhandled_error_before_the_sdk_is_a_json_rpc_500_without_its_text(
     monkeypatch.setattr(auth, "identity_resolve", broken)
     token = issue(people["acme"], people["alice"])
 
-    with caplog.at_level("ERROR", logger="memory.mcp.auth"):
+    with caplog.at_level("ERROR", logger="atlas_platform.mcp.auth"):
         response = _call(f"{atlas_server}/mcp/", token, "recall_memory")
         plain = httpx2.post(
             f"{atlas_server}/mcp/", content=b"{}", headers={"Authorization": f"Bearer {token}"}

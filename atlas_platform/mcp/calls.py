@@ -1,6 +1,6 @@
 """How an MCP tool calls a service: for the request's user, in a worker thread, as the token's
-actor, with domain errors as tool errors. memory's tools and the tools other apps add to the
-server (agents) all go through ``call``."""
+actor, with domain errors as tool errors. Every app's tools (memory's, agents', knowledge's) go
+through ``call``."""
 
 import logging
 from collections.abc import Callable
@@ -11,13 +11,11 @@ from django.db import close_old_connections
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
+from atlas_platform.callers import callers
 from atlas_platform.context import acting_as, request_id
 from atlas_platform.exceptions import AtlasError
-from memory.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
-from memory.mcp.results import failure, internal_failure, success
-from tenants.models import User
-from tenants.selectors import user_for_token
-from tenants.services.users import user_for_first_turn
+from atlas_platform.mcp.auth import IDENTITY_SCOPE_KEY, McpIdentity
+from atlas_platform.mcp.results import failure, internal_failure, success
 
 logger = logging.getLogger(__name__)
 
@@ -31,25 +29,31 @@ def identity_of(ctx: Context) -> McpIdentity:
     return identity
 
 
-def _user(identity: McpIdentity, provisions: bool) -> User:
+def _user(identity: McpIdentity, provisions: bool) -> Any:
     """The request's user. One who does not exist yet (``McpIdentity.user`` is None) is
     provisioned by a tool that ``provisions`` (the first turn, as on REST); any other tool
     gets the ``user_not_found`` the connection would have had without auto-provisioning (or
     the user, when a concurrent first turn made them meanwhile)."""
     if identity.user is not None:
         return identity.user
-    resolve = user_for_first_turn if provisions else user_for_token
-    return resolve(token=identity.token, external_id=identity.external_id)
+    return callers().subject(
+        token=identity.token, external_id=identity.external_id, provisions=provisions
+    )
 
 
 def _in_request(
-    service: Callable[..., Any], identity: McpIdentity, provisions: bool, kwargs: dict[str, Any]
-) -> Any:
+    service: Callable[..., Any],
+    shape: Callable[[Any], dict[str, Any]],
+    identity: McpIdentity,
+    provisions: bool,
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:
     """Run a service for the request's user the way Django runs a request: fresh or healthy
-    DB connections."""
+    DB connections. Its result is shaped here too: a shape may read a related row (a
+    message's recipient's user), which the event loop's thread may not."""
     close_old_connections()
     try:
-        return service(user=_user(identity, provisions), **kwargs)
+        return shape(service(user=_user(identity, provisions), **kwargs))
     finally:
         close_old_connections()
 
@@ -74,11 +78,11 @@ async def call(
     run = sync_to_async(_in_request, thread_sensitive=False)
     with acting_as(identity.actor), request_id(identity.request_id):
         try:
-            result = await run(service, identity, provisions, kwargs)
+            data = await run(service, shape, identity, provisions, kwargs)
         except AtlasError as exc:
             return failure(exc)
         except Exception:
             # The traceback goes to the log; the model sees a fixed sentence and the request id.
             logger.exception("MCP tool %s failed", getattr(service, "__name__", service))
             return internal_failure()
-        return success(shape(result))
+        return success(data)

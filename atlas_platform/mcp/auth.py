@@ -28,6 +28,7 @@ from django.http.request import split_domain_port, validate_host
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from atlas_platform.api import retry_after
+from atlas_platform.callers import callers
 from atlas_platform.context import Actor, request_id
 from atlas_platform.exceptions import (
     AtlasError,
@@ -37,14 +38,10 @@ from atlas_platform.exceptions import (
     Throttled,
 )
 from atlas_platform.exceptions import ValidationError as AtlasValidationError
+from atlas_platform.mcp.errors import internal_error_json, refusal_json
 from atlas_platform.middleware import REQUEST_ID_HEADER, choose_request_id
 from atlas_platform.parsers import MAX_BODY_DEPTH, too_deep
 from atlas_platform.throttling import token_rate_check
-from memory.mcp.errors import internal_error_json, refusal_json
-from tenants.models import PlatformToken, User
-from tenants.selectors import user_for_token
-from tenants.services.tokens import token_authenticate
-from tenants.services.users import user_awaits_provisioning
 
 IDENTITY_SCOPE_KEY = "atlas.mcp.identity"
 BODY_KEPT_BYTES = 1 << 20  # enough for any JSON-RPC request's id; larger bodies are not kept
@@ -60,24 +57,24 @@ class McpIdentity:
     will provision (``external_id`` names them); every tool goes through ``calls.call``, which
     provisions or refuses them."""
 
-    token: PlatformToken
-    user: User | None
+    token: Any
+    user: Any | None
     request_id: str
     external_id: str = ""
 
     @property
     def actor(self) -> Actor:
-        return Actor(type="token", id=str(self.token.pk), label=self.token.name)
+        token_id, name = callers().label(token=self.token)
+        return Actor(type="token", id=token_id, label=name)
 
 
-def identity_resolve(
-    *, authorization: str, external_id: str | None
-) -> tuple[PlatformToken, User | None, str]:
+def identity_resolve(*, authorization: str, external_id: str | None) -> tuple[Any, Any | None, str]:
     """The token behind an ``Authorization`` header, the user it acts for and their external
     id (sync, DB).
 
     ``external_id`` is the user named in the path, or None on ``/mcp/`` (the token's own user).
-    The user is None for one a first turn will provision (``user_awaits_provisioning``).
+    The user is None for one a first turn will provision (``awaits_provisioning``). The rules
+    are the REST views' (``atlas_platform.callers``).
     Raises ``AuthenticationFailed`` (401), ``NotFound`` (404: a user the token may not name,
     never saying whether it exists elsewhere) or ``PermissionDenied`` (403: a tenant token on
     ``/mcp/``, which does not say whom it acts for).
@@ -85,25 +82,24 @@ def identity_resolve(
     scheme, _, raw = authorization.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         raise AuthenticationFailed("Send 'Authorization: Bearer <token>'.", code="unauthenticated")
-    token = token_authenticate(raw=raw.strip())
+    rules = callers()
+    token = rules.authenticate(raw=raw.strip())
     if external_id is None:
-        if token.user is None:
+        external_id = rules.own_user(token=token)
+        if external_id is None:
             raise PermissionDenied(
                 "A tenant token must name the user it acts for: use /api/atlas/mcp/<user_id>.",
                 code="user_required",
             )
-        external_id = token.user.external_id
     try:
-        return token, user_for_token(token=token, external_id=external_id), external_id
+        return token, rules.subject(token=token, external_id=external_id), external_id
     except NotFound:
-        if user_awaits_provisioning(token=token, external_id=external_id):
+        if rules.awaits_provisioning(token=token, external_id=external_id):
             return token, None, external_id
         raise
 
 
-def _resolve_in_request(
-    authorization: str, external_id: str | None
-) -> tuple[PlatformToken, User | None, str]:
+def _resolve_in_request(authorization: str, external_id: str | None) -> tuple[Any, Any | None, str]:
     """``identity_resolve`` with Django's per-request connection hygiene around it."""
     close_old_connections()
     try:
@@ -246,7 +242,7 @@ class BearerAuth:
             inner = receive.replay
         await self.app({**scope, IDENTITY_SCOPE_KEY: identity}, inner, send)
 
-    async def _count(self, token: PlatformToken, calls: list[str]) -> None:
+    async def _count(self, token: Any, calls: list[str]) -> None:
         """Each tool call counts against the token's REST limit of its scope (one policy for
         both entry points); past it, the request is refused (429) and no tool runs."""
         if self.rate_scope is None:

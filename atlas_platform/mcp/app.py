@@ -1,4 +1,5 @@
-"""The platform's ASGI application: MCP endpoints in front of Django.
+"""The platform's ASGI application: MCP endpoints in front of Django (the MCP host every app's
+tools are served by; the composition root builds the server from them).
 
 ``/mcp`` and ``/api/atlas/mcp/<user_id>`` go through ``BearerAuth`` to the MCP SDK's streamable
 HTTP session manager; every other path (admin, REST, static files) goes to Django. The lifespan
@@ -23,8 +24,8 @@ from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
 from atlas_platform.exceptions import Unavailable
-from memory.mcp.auth import BearerAuth
-from memory.mcp.server import ExtraTools, build_server, tool_rate_scope
+from atlas_platform.mcp.auth import BearerAuth
+from atlas_platform.mcp.server import tool_rate_scope
 
 # Django's ASGIHandler, typed loosely: its stubs' signature is narrower than Starlette's ASGIApp.
 DjangoASGI = Callable[[Any, Any, Any], Awaitable[None]]
@@ -104,7 +105,6 @@ class PlatformApp:
             await self.django_app(scope, receive, send)
 
 
-def platform_app(django_app: DjangoASGI, extra_tools: ExtraTools = ()) -> PlatformApp:
-    """Django's ASGI app with the Atlas MCP server (memory's tools and ``extra_tools``) in
-    front of it."""
-    return PlatformApp(django_app, McpEndpoint(build_server(extra_tools)))
+def platform_app(django_app: DjangoASGI, server: MCPServer) -> PlatformApp:
+    """Django's ASGI app with the MCP ``server`` (``server.build_server``) in front of it."""
+    return PlatformApp(django_app, McpEndpoint(server))
