@@ -27,15 +27,16 @@ from atlas_platform.exceptions import ClusterUnavailable, Conflict
 from tenants.crypto import decrypt, encrypt
 from tenants.models import CatalogKey, Tenant
 from tenants.services.audit import audit_record
-from tenants.services.deployment import deployment_id
-from tenants.services.scoped_keys import (
-    READER_PRIVILEGES,
+from tenants.services.cluster_keys import (
+    cluster_key_rotate,
     forget_orphan,
     invalidate_pending,
     key_lifetime,
-    mark_invalidated,
     mark_pending_invalidation,
+    rotate_due,
 )
+from tenants.services.deployment import deployment_id
+from tenants.services.scoped_keys import READER_PRIVILEGES
 
 logger = logging.getLogger(__name__)
 CATALOG = "catalog"
@@ -157,35 +158,22 @@ def catalog_key_ensure(*, tenant: Tenant) -> CatalogKey | None:
 
 def catalog_key_rotate(*, tenant: Tenant) -> CatalogKey:
     """A new catalog key, switched to, then the old one invalidated (left "invalidation
-    pending" for the renew task if the cluster does not answer that last call)."""
-    cluster = require_cluster()
-    current = catalog_key_current(tenant=tenant)
-    if current is None:
-        raise Conflict("The tenant has no active catalog key to rotate.")
-    api_key = create_catalog_cluster_key(cluster, tenant)
-    try:
-        with transaction.atomic():
-            old = (
-                CatalogKey.objects.select_for_update()
-                .filter(pk=current.pk, status=CatalogKey.Status.ACTIVE)
-                .first()
-            )
-            if old is None:
-                raise Conflict("The catalog key was rotated or invalidated meanwhile.")
-            old.status = CatalogKey.Status.PENDING_INVALIDATION
-            old.save(update_fields=["status"])
-            new = catalog_key_row(tenant=tenant, api_key=api_key, rotated_from=old)
-            _audit("catalog_key.rotate", new, old_key_id=old.key_id)
-    except Exception:
-        forget_orphan(cluster, api_key)
-        raise
-    try:
-        cluster.invalidate_api_key(old.key_id)
-    except ClusterUnavailable:
-        logger.warning("old catalog key left pending invalidation", extra={"key_id": old.key_id})
+    pending" for the renew task if the cluster does not answer that last call):
+    ``cluster_key_rotate``, as for users' keys."""
+
+    def record(api_key: ApiKey, old: CatalogKey) -> CatalogKey:
+        new = catalog_key_row(tenant=tenant, api_key=api_key, rotated_from=old)
+        _audit("catalog_key.rotate", new, old_key_id=old.key_id)
         return new
-    mark_invalidated(old)
-    return new
+
+    rotation = cluster_key_rotate(
+        current=catalog_key_current(tenant=tenant),
+        create=lambda cluster: create_catalog_cluster_key(cluster, tenant),
+        record=record,
+        what="catalog key",
+        missing="The tenant has no active catalog key to rotate.",
+    )
+    return rotation.key
 
 
 def catalog_key_credentials(*, key: CatalogKey) -> ApiKey:
@@ -233,19 +221,15 @@ def catalog_keys_renew(*, now: Any = None, horizon_days: float) -> CatalogRenewa
         return CatalogRenewal(made=0, rotated=0, failed=0, invalidated=0)
     moment = now or timezone.now()
     horizon = moment + timedelta(days=horizon_days)
-    made = rotated = failed = 0
     due = (
         CatalogKey.objects.filter(status=CatalogKey.Status.ACTIVE, tenant__status="active")
         .filter(Q(expires_at__isnull=True) | Q(expires_at__lte=horizon))
         .select_related("tenant")
     )
-    for key in due:
-        try:
-            catalog_key_rotate(tenant=key.tenant)
-            rotated += 1
-        except (ClusterUnavailable, Conflict):
-            logger.warning("catalog key not renewed", extra={"key_id": key.key_id})
-            failed += 1
+    rotated, failed = rotate_due(
+        due, lambda key: catalog_key_rotate(tenant=key.tenant), what="catalog key"
+    )
+    made = 0
     keyless = Tenant.objects.filter(
         status=Tenant.Status.ACTIVE, isolation_mode=Tenant.IsolationMode.DLS
     ).exclude(catalog_keys__status=CatalogKey.Status.ACTIVE)

@@ -8,26 +8,34 @@ to every query as well; the key is what makes the cluster enforce them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
 from atlas_platform.cluster import ApiKey, Cluster, get_cluster, require_cluster
 from atlas_platform.exceptions import ClusterUnavailable, Conflict
 from tenants.crypto import decrypt, encrypt
-from tenants.models import ClusterKey, ScopedKey, User
+from tenants.models import ScopedKey, User
 from tenants.services.audit import audit_record
+from tenants.services.cluster_keys import (
+    Rotation,
+    cluster_key_rotate,
+    forget_orphan,
+    invalidate_pending,
+    key_lifetime,
+    mark_invalidated,
+    mark_pending_invalidation,
+    rotate_due,
+)
 from tenants.services.deployment import deployment_id
 
 logger = logging.getLogger(__name__)
-
-K = TypeVar("K", bound=ClusterKey)
 
 
 def dls_query(*, tenant_id: str, user_id: str) -> dict[str, Any]:
@@ -78,10 +86,6 @@ def role_descriptors(*, indices: list[str], tenant_id: str, user_id: str) -> dic
     }
 
 
-def key_lifetime() -> timedelta:
-    return timedelta(days=settings.ATLAS_SCOPED_KEY_TTL_DAYS)
-
-
 def create_cluster_key(cluster: Cluster, user: User) -> ApiKey:
     """The user's new key on the cluster (a network call: never inside a transaction); record
     it with ``key_row`` in the transaction that follows. It expires after ``key_lifetime``."""
@@ -101,14 +105,6 @@ def create_cluster_key(cluster: Cluster, user: User) -> ApiKey:
         },
         expiration=f"{seconds}s",
     )
-
-
-def forget_orphan(cluster: Cluster, key: ApiKey) -> None:
-    """Undo a key the database never recorded (best effort, logged if it fails)."""
-    try:
-        cluster.invalidate_api_key(key.id)
-    except ClusterUnavailable:
-        logger.error("orphaned API key left valid", extra={"key_id": key.id})
 
 
 def key_row(*, user: User, api_key: ApiKey, rotated_from: ScopedKey | None = None) -> ScopedKey:
@@ -153,54 +149,29 @@ def scoped_key_provision(*, user: User) -> ScopedKey:
     return key
 
 
-@dataclass(frozen=True)
-class Rotation:
-    key: ScopedKey
-    old_key: ScopedKey
-    old_key_invalidated: bool
+def scoped_key_rotate(*, user: User) -> Rotation[ScopedKey]:
+    """Create a new key, switch to it, then invalidate the old one (``cluster_key_rotate``:
+    the old key stays valid if the cluster fails before the switch, and is left "invalidation
+    pending" if only its invalidation fails; the result says so)."""
 
+    def record(api_key: ApiKey, old: ScopedKey) -> ScopedKey:
+        new = key_row(user=user, api_key=api_key, rotated_from=old)
+        audit_record(
+            action="key.rotate",
+            tenant=user.tenant,
+            subject_user=user,
+            target=new,
+            metadata={"key_id": new.key_id, "old_key_id": old.key_id},
+        )
+        return new
 
-def scoped_key_rotate(*, user: User) -> Rotation:
-    """Create a new key, switch to it, then invalidate the old one.
-
-    If the cluster fails before the switch, nothing changes and the old key stays valid. If only
-    the final invalidation fails, the new key is in use and the old one is left marked
-    "invalidation pending" for ``scoped_key_invalidate`` to finish; the result says so.
-    """
-    cluster = require_cluster()
-    current = ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE).first()
-    if current is None:
-        raise Conflict("The user has no active key to rotate: provision one.")
-    api_key = create_cluster_key(cluster, user)  # the network call, before any row is locked
-    try:
-        with transaction.atomic():
-            old = (
-                ScopedKey.objects.select_for_update()
-                .filter(pk=current.pk, status=ScopedKey.Status.ACTIVE)
-                .first()
-            )
-            if old is None:
-                raise Conflict("The key was rotated or invalidated meanwhile.")
-            old.status = ScopedKey.Status.PENDING_INVALIDATION
-            old.save(update_fields=["status"])
-            new = key_row(user=user, api_key=api_key, rotated_from=old)
-            audit_record(
-                action="key.rotate",
-                tenant=user.tenant,
-                subject_user=user,
-                target=new,
-                metadata={"key_id": new.key_id, "old_key_id": old.key_id},
-            )
-    except Exception:
-        forget_orphan(cluster, api_key)
-        raise
-    try:
-        cluster.invalidate_api_key(old.key_id)
-    except ClusterUnavailable:
-        logger.warning("old key left pending invalidation", extra={"key_id": old.key_id})
-        return Rotation(key=new, old_key=old, old_key_invalidated=False)
-    mark_invalidated(old)
-    return Rotation(key=new, old_key=old, old_key_invalidated=True)
+    return cluster_key_rotate(
+        current=ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE).first(),
+        create=lambda cluster: create_cluster_key(cluster, user),
+        record=record,
+        what="key",
+        missing="The user has no active key to rotate: provision one.",
+    )
 
 
 def scoped_key_invalidate(*, key: ScopedKey) -> ScopedKey:
@@ -213,12 +184,6 @@ def scoped_key_invalidate(*, key: ScopedKey) -> ScopedKey:
         mark_invalidated(key)
         _audit_invalidated(key)
     return key
-
-
-def mark_invalidated(key: ClusterKey) -> None:
-    key.status = ScopedKey.Status.INVALIDATED
-    key.invalidated_at = timezone.now()
-    key.save(update_fields=["status", "invalidated_at"])
 
 
 def scoped_key_credentials(*, key: ScopedKey) -> ApiKey:
@@ -235,41 +200,6 @@ def scoped_keys_withdraw(*, users: list[User]) -> int:
     Returns how many keys the cluster invalidated."""
     keys = mark_pending_invalidation(ScopedKey.objects.filter(user__in=users))
     return _invalidate_pending(keys)
-
-
-def mark_pending_invalidation(live: QuerySet[K]) -> list[K]:
-    """Take the active or pending keys among ``live`` out of ``active``, in one transaction
-    (the platform stops reading with them whatever the cluster does next)."""
-    with transaction.atomic():
-        keys = list(
-            live.select_for_update().filter(
-                status__in=[ClusterKey.Status.ACTIVE, ClusterKey.Status.PENDING_INVALIDATION]
-            )
-        )
-        for key in keys:
-            key.status = ClusterKey.Status.PENDING_INVALIDATION
-            key.save(update_fields=["status"])
-    return keys
-
-
-def invalidate_pending(keys: Sequence[K], *, audit: Callable[[K], None]) -> int:
-    """One cluster call invalidating ``keys``; then each is marked and audited. If the call
-    fails they stay "invalidation pending" for the renew task. Returns how many it did."""
-    if not keys:
-        return 0
-    cluster = get_cluster()
-    if cluster is None:
-        return 0
-    try:
-        cluster.invalidate_api_keys([k.key_id for k in keys])
-    except ClusterUnavailable:
-        logger.warning("keys left pending invalidation", extra={"keys": len(keys)})
-        return 0
-    with transaction.atomic():
-        for key in keys:
-            mark_invalidated(key)
-            audit(key)
-    return len(keys)
 
 
 def _invalidate_pending(keys: Sequence[ScopedKey]) -> int:
@@ -330,14 +260,7 @@ def scoped_keys_renew(*, now: Any = None) -> Renewal:
         .filter(user__status=User.Status.ACTIVE, user__tenant__status="active")
         .select_related("user__tenant")
     )
-    rotated = failed = 0
-    for key in due:
-        try:
-            scoped_key_rotate(user=key.user)
-            rotated += 1
-        except (ClusterUnavailable, Conflict):
-            logger.warning("key not renewed", extra={"key_id": key.key_id})
-            failed += 1
+    rotated, failed = rotate_due(due, lambda key: scoped_key_rotate(user=key.user), what="key")
     pending = list(
         ScopedKey.objects.filter(status=ScopedKey.Status.PENDING_INVALIDATION).select_related(
             "user__tenant"

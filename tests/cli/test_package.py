@@ -18,7 +18,7 @@ STDLIB = set(sys.stdlib_module_names)
 
 def test_the_client_imports_the_standard_library_and_itself_only():
     imported = set()
-    for path in (CLI_SOURCE / "atlas_cli").glob("*.py"):
+    for path in (CLI_SOURCE / "atlas_cli").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name.split(".")[0] for a in node.names}

@@ -5,7 +5,7 @@ cannot know, and keeps the last brief for when the server is away.
 ``LEAD_SOURCES`` is the hook for those local lines: each source is a function of the
 ``Context`` returning lines (markdown, one item each) to put first, before the server's brief,
 counted against the same budget. The spooled writes this machine has not delivered yet are one
-such source. Open memory-file conflicts are not: ``cli.with_conflicts`` puts them above
+such source. Open memory-file conflicts are not: ``conflicts.with_conflicts`` puts them above
 everything, outside the budget, so no budget ever trims them away.
 
 The budget: ``--budget`` on ``atlas graph gen-handoff`` (per request), else the

@@ -4,15 +4,17 @@ two paths a command takes: a write (spooled first, then delivered within a budge
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from atlas_cli import config
-from atlas_cli.api import Client
+from atlas_cli.api import Client, HttpError, Offline
 from atlas_cli.project import Project, resolve
 from atlas_cli.spool import Report, Spool
 
@@ -100,6 +102,23 @@ class Context:
             "result": json.loads(row["result"]) if row.get("result") else None,
             "error": json.loads(row["error"]) if row.get("error") else None,
         }
+
+
+# A command run with a profile: its parsed arguments and the Context; its exit code.
+Command = Callable[[argparse.Namespace, Context], int]
+
+
+def read(ctx: Context, method: str, rest: str, body: Any = None, **query: Any) -> Any:
+    """A read of the user's resources: the server's answer, or a ``Failure`` that exits 3
+    offline, 4 for a refused token, 5 for another refusal."""
+    client = ctx.client
+    try:
+        return client.call(method, client.user_path(rest), body, query=query or None)
+    except Offline as exc:
+        raise Failure(f"offline: {exc} (reads need the server)", OFFLINE) from None
+    except HttpError as exc:
+        code = AUTH if exc.status in (401, 403) else REFUSED if exc.status < 500 else ERROR
+        raise Failure(f"{exc.status} {exc.code}: {exc.message}", code, exc.body) from None
 
 
 def background_sync(profile: str) -> None:

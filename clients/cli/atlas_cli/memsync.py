@@ -1,5 +1,5 @@
-"""``atlas sync-memories``: memory files (Claude Code's per-project auto-memory, or any
-configured folder) pushed by content hash and pulled from other machines.
+"""``atlas memory-files`` (alias ``sync-memories``): memory files (Claude Code's per-project
+auto-memory, or any configured folder) pushed by content hash and pulled from other machines.
 
 Each file is keyed by the project and its path relative to the folder. The spool remembers,
 per file, the hash last agreed with the server (``base``); a push sends a changed file with

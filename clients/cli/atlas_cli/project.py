@@ -120,3 +120,10 @@ def claude_memory_dir(root: Path) -> Path:
     if len(slug) > 200:
         slug = slug[:200] + "-" + hashlib.sha256(str(root).encode()).hexdigest()[:8]
     return config / "projects" / slug / "memory"
+
+
+def memory_dir(root: Path) -> Path:
+    """The memory-file folder the CLI and the hooks share: ``ATLAS_MEMORY_DIR``, else Claude
+    Code's auto-memory folder of the project at ``root``."""
+    explicit = os.environ.get("ATLAS_MEMORY_DIR")
+    return Path(explicit) if explicit else claude_memory_dir(root)

@@ -27,7 +27,7 @@ from django.conf import settings
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import MemoryBackend, require_personal
-from memory.engine.elasticsearch import layout, reads, setup, snapshots, writes
+from memory.engine.elasticsearch import layout, reads, setup, snapshots, writer_reads, writes
 from memory.engine.elasticsearch.client import Connection, Layout, ScopedKeys
 from memory.engine.types import (
     GrowthBucket,
@@ -154,7 +154,7 @@ class ElasticsearchBackend(MemoryBackend):
     def previous_turn(
         self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
     ) -> MemoryDoc | None:
-        return writes.previous_turn(self._conn, tenant_id, user_id, session_id, before)
+        return writer_reads.previous_turn(self._conn, tenant_id, user_id, session_id, before)
 
     def session_neighbours(
         self,
@@ -176,7 +176,7 @@ class ElasticsearchBackend(MemoryBackend):
         return reads.count(self._conn, scope)
 
     def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
-        return reads.growth(self._conn, tenant_id, bucket=bucket)
+        return writer_reads.growth(self._conn, tenant_id, bucket=bucket)
 
     def find_ids(
         self,
@@ -188,7 +188,7 @@ class ElasticsearchBackend(MemoryBackend):
         limit: int = 500,
     ) -> list[str]:
         require_personal(memory_type)
-        return reads.find_ids(
+        return writer_reads.find_ids(
             self._conn,
             tenant_id=tenant_id,
             user_id=user_id,
@@ -206,6 +206,6 @@ class ElasticsearchBackend(MemoryBackend):
         among: list[str] | None = None,
     ) -> int:
         require_personal(memory_type)
-        return reads.count_ids(
+        return writer_reads.count_ids(
             self._conn, tenant_id=tenant_id, user_id=user_id, memory_type=memory_type, among=among
         )

@@ -1,4 +1,6 @@
-"""Reads: scope filters always, and the user's key under ``dls`` (``client.Connection.read``).
+"""Reads in a scope (a user's, or a tenant's catalog): scope filters always, and the user's
+key under ``dls`` (``client.Connection.read``). The writer credential's own reads, outside any
+scope, are ``writer_reads``.
 
 Recall's two legs go out in one ``_msearch`` and return ids only (``queries.LEG_FIELDS``); recall
 then reads the few documents it returns with ``get_many``, whose ``_source`` leaves the
@@ -8,11 +10,11 @@ embedding out (``queries.NO_VECTORS``).
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from memory.engine.base import EngineError
-from memory.engine.elasticsearch.client import Connection, call
+from memory.engine.elasticsearch.client import Connection
 from memory.engine.elasticsearch.queries import (
     NO_VECTORS,
     TIMESTAMP_VALUE,
@@ -22,13 +24,9 @@ from memory.engine.elasticsearch.queries import (
     recall_types,
     scope_filter,
     scope_routing,
-    user_query,
 )
-from memory.engine.elasticsearch.writes import user_hits
 from memory.engine.types import (
     MEMORY_TYPES,
-    GrowthBucket,
-    GrowthPoint,
     LegHit,
     LegQuery,
     LegResults,
@@ -312,73 +310,3 @@ def count(conn: Connection, scope: ReadScope) -> dict[str, int]:
         }
     )
     return counts
-
-
-def growth(conn: Connection, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
-    body: Json = {
-        "size": 0,
-        "query": {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}},
-        "aggs": {
-            "buckets": {
-                "date_histogram": {
-                    "field": "created_at",
-                    "calendar_interval": bucket,
-                    "time_zone": "UTC",
-                    "min_doc_count": 1,
-                },
-                "aggs": {"types": {"terms": {"field": "memory_type", "size": len(MEMORY_TYPES)}}},
-            }
-        },
-    }
-    # The tenant's index and its users' own indices (per-user statistics).
-    indices = [conn.config.tenant_index(tenant_id), f"{conn.config.tenant_index(tenant_id)}-u-*"]
-    response = call(
-        "count growth",
-        lambda: conn.writer.search(
-            index=indices, ignore_unavailable=True, allow_no_indices=True, **body
-        ),
-    )
-    points = [
-        GrowthPoint(
-            start=datetime.fromtimestamp(b["key"] / 1000, tz=UTC),
-            memory_type=t["key"],
-            count=int(t["doc_count"]),
-        )
-        # No aggregations at all when none of the indices exists yet (nothing written).
-        for b in response.body.get("aggregations", {}).get("buckets", {}).get("buckets", [])
-        for t in b["types"]["buckets"]
-    ]
-    return sorted(points, key=lambda p: (p.start, p.memory_type))
-
-
-def find_ids(
-    conn: Connection,
-    *,
-    tenant_id: str,
-    user_id: str,
-    memory_type: MemoryType,
-    among: list[str] | None,
-    limit: int,
-) -> list[str]:
-    if limit <= 0 or among == []:
-        return []
-    return [h["_id"] for h in user_hits(conn, tenant_id, user_id, memory_type, among, limit)]
-
-
-def count_ids(
-    conn: Connection,
-    *,
-    tenant_id: str,
-    user_id: str,
-    memory_type: MemoryType,
-    among: list[str] | None,
-) -> int:
-    if among == []:
-        return 0
-    query = user_query(tenant_id, user_id, memory_type, among)
-    index = conn.index_for(tenant_id, user_id)
-    response = call(
-        "count documents",
-        lambda: conn.writer.count(index=index, query=query, ignore_unavailable=True),
-    )
-    return int(response["count"])

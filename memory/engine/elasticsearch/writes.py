@@ -1,5 +1,6 @@
 """Writes, always with the writer credential: bulk index, optimistic read-modify-write,
-batched usage, deletes.
+batched usage, deletes. The reads that are not part of a write are elsewhere: a user's scoped
+reads in ``reads``, the writer credential's own in ``writer_reads``.
 
 Writes index without refreshing, then wait for a shared refresh (``refresh.GroupRefresh``), so
 the very next recall sees them without waiting for the periodic refresh (``wait_for`` would
@@ -13,20 +14,14 @@ import functools
 import random
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from elasticsearch import ApiError, ConflictError, NotFoundError, TransportError
 
 from memory.engine.base import EngineError, UpdateConflict, usage_changes
 from memory.engine.elasticsearch.client import Connection, call, failure
-from memory.engine.elasticsearch.queries import (
-    NO_VECTORS,
-    context_holders_query,
-    previous_turn_body,
-    routing,
-    user_query,
-)
+from memory.engine.elasticsearch.queries import NO_VECTORS, context_holders_query, routing
+from memory.engine.elasticsearch.writer_reads import user_hits
 from memory.engine.types import MemoryDoc, MemoryType, UsageBump
 
 Json = dict[str, Any]
@@ -206,20 +201,6 @@ def _drop_context(current: MemoryDoc) -> dict[str, Any]:
     return {"context": None, "context_ids": []} if current.context_ids else {}
 
 
-def previous_turn(
-    conn: Connection, tenant_id: str, user_id: str, session_id: str, before: datetime
-) -> MemoryDoc | None:
-    """One bounded search with the writer credential (``MemoryBackend.previous_turn``)."""
-    body = previous_turn_body(tenant_id, user_id, session_id, before)
-    index = conn.index_for(tenant_id, user_id)
-    response = call(
-        "read the previous turn",
-        lambda: conn.writer.search(index=index, routing=user_id, ignore_unavailable=True, **body),
-    )
-    hits = response["hits"]["hits"]
-    return MemoryDoc.from_source(hits[0]["_source"]) if hits else None
-
-
 def delete_ids(
     conn: Connection, *, tenant_id: str, user_id: str, memory_type: MemoryType, ids: list[str]
 ) -> list[str]:
@@ -251,32 +232,6 @@ def delete_ids(
     if failures:
         raise EngineError(f"Elasticsearch refused to delete {len(failures)}: {failures}")
     return deleted
-
-
-def user_hits(
-    conn: Connection,
-    tenant_id: str,
-    user_id: str,
-    memory_type: MemoryType,
-    among: list[str] | None,
-    limit: int,
-) -> list[Json]:
-    """Up to ``limit`` of the user's documents of one type (ids and routing, no source), in id
-    order, with the writer credential."""
-    body: Json = {
-        "size": limit,
-        "_source": False,
-        "track_total_hits": False,
-        "query": user_query(tenant_id, user_id, memory_type, among),
-        "sort": [{"id": "asc"}],
-    }
-    # No routing: every document of the user is found, whatever it was stored under.
-    index = conn.index_for(tenant_id, user_id)
-    response = call(
-        "search", lambda: conn.writer.search(index=index, ignore_unavailable=True, **body)
-    )
-    hits: list[Json] = response["hits"]["hits"]
-    return hits
 
 
 def _get_versioned(

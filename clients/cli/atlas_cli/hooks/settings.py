@@ -1,11 +1,10 @@
-"""Claude Code hooks: ``atlas hooks install|uninstall`` and what each hook does.
+"""The hooks in Claude Code's ``settings.json``: ``atlas hooks install|uninstall|status``.
 
 Installing merges marked entries into ``settings.json`` (user scope: ``$CLAUDE_CONFIG_DIR``
 or ``~/.claude``; project scope: ``<project>/.claude/settings.json``), after a backup that
 never overwrites an earlier one (the first is kept as ``settings.json.atlas-original``), and
 never writes a token: the hook command reads the profile. Uninstalling removes exactly the
-marked entries. A hook always exits 0 within its budget and spends no model tokens; what went
-wrong goes to stderr (stdout reaches the model).
+marked entries. Each entry runs ``atlas hook NAME`` (``atlas_cli.hooks.run``).
 """
 
 from __future__ import annotations
