@@ -61,7 +61,8 @@ django.setup()
 from memory.public import memory_write
 
 assert memory_write.__module__ == "memory.services.writes"
-print(sorted(m for m in ("memory.mcp.server", "atlas_platform.mcp.app", "memory.api.base") if m in sys.modules))
+HOSTS = ("memory.mcp.server", "atlas_platform.mcp.app", "memory.api.base")
+print(sorted(m for m in HOSTS if m in sys.modules))
 """
 
 
