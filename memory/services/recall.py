@@ -143,6 +143,8 @@ def memory_recall(
         with _timed(timings, "legs_ms"):
             legs = _legs(scope, leg_query, window, resolved)
     with _timed(timings, "fuse_ms"):
+        if ask.credit:  # the spread below reads the credited legs too
+            legs = credit_successors(legs)
         fused = _fuse(legs, ask, resolved)
     if _spreads(fused, ask, resolved):
         with _timed(timings, "spread_ms"):
@@ -285,10 +287,8 @@ def _legs(
 
 
 def _fuse(legs: dict[str, list[LegHit]], ask: _Ask, plan: ResolvedPlan) -> list[Fused]:
-    """Succession credit, then reciprocal rank fusion with the lexical legs weighed by the
-    plan; the excluded ids dropped."""
-    if ask.credit:
-        legs = credit_successors(legs)
+    """Reciprocal rank fusion, the lexical legs weighed by the plan; the excluded ids
+    dropped."""
     weights = {
         leg: leg_confidence(legs[leg])
         if plan.lexical_weight == "confidence"
