@@ -12,11 +12,12 @@ import os
 import secrets
 import warnings
 from pathlib import Path
-from typing import Literal
 
 import environ
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+
+from atlas_platform.config import RecallSettings, refuse_retired
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.FileAwareEnv()
@@ -341,55 +342,29 @@ ATLAS_RERANKER_MAX_TOKENS = env.int("ATLAS_RERANKER_MAX_TOKENS", default=256)
 ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
 # A cross-encoder scores ~80 long pairs inside a latency budget: two threads finish it sooner.
 ATLAS_RERANKER_THREADS = env.int("ATLAS_RERANKER_THREADS", default=2)
-ATLAS_RERANK_BUDGET_MS = env.int("ATLAS_RERANK_BUDGET_MS", default=400)
-ATLAS_RECALL_CANDIDATES = env.int("ATLAS_RECALL_CANDIDATES", default=40)
 
-
-# RRF weight of the lexical legs against the dense ones: a number (1.0, the default: plain RRF,
-# chosen across corpora by the rule in docs/recall-quality.md; 0.5 until issue 21), or
-# "confidence": each query, a lexical leg weighs its own
-# confidence, how far its top BM25 score stands above its 10th (memory.fusion.leg_confidence;
-# the default until the rank constant went to 5). Measurements: the lab's notebook,
-# atlas-lab/lab/docs/recall-notebook.md.
-def _lexical_weight(value: str) -> float | Literal["confidence"]:
-    if value.strip().lower() == "confidence":
-        return "confidence"  # the lexical leg's own confidence, per query
-    try:
-        weight = float(value)
-    except ValueError:
-        weight = float("nan")
-    if not 0.0 <= weight <= 10.0:
-        raise ImproperlyConfigured(
-            "ATLAS_RECALL_LEXICAL_WEIGHT must be 'confidence' or a number from 0 to 10."
-        )
-    return weight
-
-
-ATLAS_RECALL_LEXICAL_WEIGHT = _lexical_weight(env.str("ATLAS_RECALL_LEXICAL_WEIGHT", default="1.0"))
-ATLAS_RECALL_MAX_K = env.int("ATLAS_RECALL_MAX_K", default=50)
-# RRF rank constant (memory.fusion) and whether decay applies inside the time-window legs a
-# time expression in the query adds; chosen across corpora by the rule in
-# docs/recall-quality.md ("Defaults across corpora").
-ATLAS_RECALL_RANK_CONSTANT = env.int("ATLAS_RECALL_RANK_CONSTANT", default=5)
-ATLAS_RECALL_WINDOW_DECAY = env.bool("ATLAS_RECALL_WINDOW_DECAY", default=True)
-# What time words ("in May", "recently") and decay are read against: "clock" (recall's now) or
-# "history" (the user's newest memory, when it is more than two weeks older than now: a
-# history imported with its own dates); memory/services/recall.py _time_anchor.
-ATLAS_RECALL_TIME_ANCHOR = env.str("ATLAS_RECALL_TIME_ANCHOR", default="history")
+# Recall's knobs, one typed group (atlas_platform.config.RecallSettings; read as
+# settings.ATLAS_RECALL): each chosen across corpora by the rule in docs/recall-quality.md
+# ("Defaults across corpora"), whose "Defaults" table says what each does.
+#   ATLAS_RECALL_MAX_K (50)            the most hits one recall may ask for
+#   ATLAS_RECALL_CANDIDATES (40)       ids each leg returns to the fusion
+#   ATLAS_RECALL_RANK_CONSTANT (5)     RRF's rank constant (memory.fusion.rrf)
+#   ATLAS_TURN_CONTEXT_BOOST (0.5)     a turn's lexical context field against its text (0: off)
+#   ATLAS_RECALL_SESSION_SPREAD (0.25) share of its score a head turn lends to its session
+#   ATLAS_RECALL_SESSION_DEPTH (2)     ... to the turns up to this many away (0: off)
+#   ATLAS_RERANK_BUDGET_MS (400)       a reranker past it leaves the fused order (reranked: false)
+# Settings of methods measured and not kept are refused (config.RETIRED_SETTINGS: the lexical
+# weight, window decay, time anchor); the lab sets them on a RecallPlan.
+refuse_retired(os.environ)
+ATLAS_RECALL = RecallSettings.from_env(env)
 # What a conversation turn's vector is computed from besides its text: comma-separated parts of
 # previous (the turn before it in the session), speaker, date (memory/services/turn_context.py).
 ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
 # A turn's lexical context field (indexed, never returned): comma-separated parts of previous
 # (the turn before it in the session), speaker (metadata.speaker), next (the turn after it: a
-# live turn then rewrites the previous turn, measured as not worth it); and its
-# weight against the turn's own text in the lexical leg (memory/services/turn_context.py).
+# live turn then rewrites the previous turn, measured as not worth it); recall weighs it with
+# ATLAS_TURN_CONTEXT_BOOST (memory/services/turn_context.py).
 ATLAS_TURN_LEXICAL_CONTEXT = env.str("ATLAS_TURN_LEXICAL_CONTEXT", default="previous")
-ATLAS_TURN_CONTEXT_BOOST = env.float("ATLAS_TURN_CONTEXT_BOOST", default=0.5)
-# Recall's session spread: each of the fused head's turns lends this share of its score to the
-# turns around it in its session (0: off), up to this many turns each way
-# (memory.fusion.spread_to_neighbours; docs/recall-quality.md, "Session spread").
-ATLAS_RECALL_SESSION_SPREAD = env.float("ATLAS_RECALL_SESSION_SPREAD", default=0.25)
-ATLAS_RECALL_SESSION_DEPTH = env.int("ATLAS_RECALL_SESSION_DEPTH", default=2)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)

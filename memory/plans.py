@@ -1,13 +1,21 @@
-"""Recall plans: what a recall runs (legs, fusion weights, decay, rerank) as one value."""
+"""Recall plans: what a recall runs (legs, fusion weights, decay, rerank) as one value.
+
+A ``RecallPlan`` is what a caller asks for: ``None`` fields read the deployment's settings
+(``settings.ATLAS_RECALL``). ``resolve_plan`` turns it into a ``ResolvedPlan``, every knob
+decided, once per recall; the pipeline's steps read only that."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
+from atlas_platform.config import RecallSettings
 from atlas_platform.exceptions import ValidationError
 
 LEGS = ("lexical", "dense")
+
+LexicalWeight = float | Literal["confidence"]
+TimeAnchor = Literal["clock", "history"]
 
 
 @dataclass(frozen=True)
@@ -15,31 +23,34 @@ class RecallPlan:
     """How a recall runs: which legs, how they are fused, and what ranks the result. The
     default plan is the product's recall; the evaluation's ablations are other plans.
 
-    ``lexical_weight`` (None: ``ATLAS_RECALL_LEXICAL_WEIGHT``, 1.0 by default) weighs the
-    lexical legs in the fusion against the dense ones; ``"confidence"`` weighs each lexical leg
-    by its own confidence for this query (``memory.fusion.leg_confidence``). ``time_hints``: a
-    time expression in the query adds a time-filtered run of the legs. ``succession``: a
-    superseded fact's match counts for the fact that replaced it.
+    Methods that were measured and not kept (atlas-lab/lab/docs/recall-notebook.md) have no setting;
+    their fields default to what was kept, and a lab plan sets them to try the others:
 
-    The other knobs default to the product's settings and are set by the evaluation's sweep
-    (docs/recall-quality.md, "Defaults across corpora"): ``rank_constant`` (RRF; None:
-    ``ATLAS_RECALL_RANK_CONSTANT``), ``candidates`` (per leg; None: ``ATLAS_RECALL_CANDIDATES``),
-    ``decay_offset_days`` / ``decay_scale_days`` (None: the tenant's), and ``window_decay``:
-    whether decay also applies inside the time-window legs a time expression adds (False: a
-    question that names a time finds that time's memories undecayed); ``time_anchor`` (None:
-    ``ATLAS_RECALL_TIME_ANCHOR``): ``clock`` reads time words and decay against recall's
-    ``now``, ``history`` against the user's newest memory when that is weeks older.
-    ``context_boost`` (None: ``ATLAS_TURN_CONTEXT_BOOST``) weighs a turn's lexical context
-    field against its text in the lexical leg (0: the context is not searched).
-    ``session_spread`` / ``session_depth`` (None: ``ATLAS_RECALL_SESSION_SPREAD`` /
-    ``ATLAS_RECALL_SESSION_DEPTH``): the share of its fused score each turn at the head lends
-    to the turns up to ``session_depth`` away in its session (0: no spread).
-    ``strip_time_phrase``: the dense legs embed the query without the time phrase its window
-    was read from (``memory.query.without_time_phrase``; the lexical legs keep every word).
+    - ``lexical_weight`` (1.0: plain RRF) weighs the lexical legs in the fusion against the
+      dense ones; ``"confidence"`` weighs each lexical leg by its own confidence for this
+      query (``memory.fusion.leg_confidence``).
+    - ``window_decay`` (True): decay also applies inside the time-window legs a time
+      expression adds (False: a question that names a time finds that time's memories
+      undecayed).
+    - ``time_anchor`` (``history``): time words and decay are read against the user's newest
+      memory when that is weeks older than recall's ``now`` (``clock``: always ``now``).
+    - ``strip_time_phrase`` (False): the dense legs embed the query without the time phrase its
+      window was read from (``memory.query.without_time_phrase``).
+
+    The knobs a deployment may set read ``settings.ATLAS_RECALL`` when left ``None``
+    (docs/recall-quality.md, "Defaults"): ``rank_constant`` (RRF), ``candidates`` (per leg),
+    ``context_boost`` (a turn's lexical context field against its text in the lexical leg; 0:
+    not searched), ``session_spread`` / ``session_depth`` (the share of its fused score each
+    turn at the head lends to the turns up to ``session_depth`` away in its session; 0: no
+    spread). ``decay_offset_days`` / ``decay_scale_days`` (None: the tenant's).
+
+    Switches: ``rerank`` (the configured reranker, if any), ``decay``, ``time_hints`` (a time
+    expression in the query adds a time-filtered run of the legs), ``succession`` (a superseded
+    fact's match counts for the fact that replaced it).
     """
 
     legs: tuple[str, ...] = LEGS
-    lexical_weight: float | Literal["confidence"] | None = None
+    lexical_weight: LexicalWeight = 1.0
     rerank: bool = True
     decay: bool = True
     time_hints: bool = True
@@ -48,8 +59,8 @@ class RecallPlan:
     candidates: int | None = None
     decay_offset_days: float | None = None
     decay_scale_days: float | None = None
-    window_decay: bool | None = None
-    time_anchor: Literal["clock", "history"] | None = None
+    window_decay: bool = True
+    time_anchor: TimeAnchor = "history"
     context_boost: float | None = None
     session_spread: float | None = None
     session_depth: int | None = None
@@ -60,6 +71,10 @@ class RecallPlan:
             raise ValidationError(
                 "legs must be a non-empty subset of lexical, dense.", code="bad_legs"
             )
+        if self.lexical_weight != "confidence" and not 0.0 <= self.lexical_weight <= 10.0:
+            raise ValidationError("lexical_weight must be 'confidence' or 0-10.", code="bad_plan")
+        if self.time_anchor not in ("clock", "history"):
+            raise ValidationError("time_anchor must be clock or history.", code="bad_plan")
         if self.rank_constant is not None and not 0 <= self.rank_constant <= 1000:
             raise ValidationError("rank_constant must be 0-1000.", code="bad_plan")
         if self.context_boost is not None and not 0.0 <= self.context_boost <= 10.0:
@@ -73,3 +88,60 @@ class RecallPlan:
 
 
 DEFAULT_PLAN = RecallPlan()
+
+
+@dataclass(frozen=True)
+class ResolvedPlan:
+    """A ``RecallPlan`` with every setting it left open decided (``resolve_plan``). The decay
+    overrides stay ``None`` for the tenant's own: they resolve against the asker's tenant, not
+    the deployment."""
+
+    legs: tuple[str, ...]
+    lexical_weight: LexicalWeight
+    rerank: bool
+    decay: bool
+    time_hints: bool
+    succession: bool
+    rank_constant: int
+    candidates: int
+    decay_offset_days: float | None
+    decay_scale_days: float | None
+    window_decay: bool
+    time_anchor: TimeAnchor
+    context_boost: float
+    session_spread: float
+    session_depth: int
+    strip_time_phrase: bool
+
+    @property
+    def lexical(self) -> bool:
+        return "lexical" in self.legs
+
+    @property
+    def dense(self) -> bool:
+        return "dense" in self.legs
+
+
+def resolve_plan(plan: RecallPlan, config: RecallSettings) -> ResolvedPlan:
+    """``plan`` with each field it left ``None`` read from ``config`` (the deployment's
+    ``settings.ATLAS_RECALL``)."""
+    return ResolvedPlan(
+        legs=plan.legs,
+        lexical_weight=plan.lexical_weight,
+        rerank=plan.rerank,
+        decay=plan.decay,
+        time_hints=plan.time_hints,
+        succession=plan.succession,
+        rank_constant=config.rank_constant if plan.rank_constant is None else plan.rank_constant,
+        candidates=config.candidates if plan.candidates is None else plan.candidates,
+        decay_offset_days=plan.decay_offset_days,
+        decay_scale_days=plan.decay_scale_days,
+        window_decay=plan.window_decay,
+        time_anchor=plan.time_anchor,
+        context_boost=config.context_boost if plan.context_boost is None else plan.context_boost,
+        session_spread=(
+            config.session_spread if plan.session_spread is None else plan.session_spread
+        ),
+        session_depth=config.session_depth if plan.session_depth is None else plan.session_depth,
+        strip_time_phrase=plan.strip_time_phrase,
+    )

@@ -23,6 +23,9 @@ _HOMES: dict[str, str] = {
     "ERASABLE_TYPES": "memory.types",
     "RecallPlan": "memory.plans",
     "DEFAULT_PLAN": "memory.plans",
+    "ResolvedPlan": "memory.plans",
+    "resolve_plan": "memory.plans",
+    "TimeAnchor": "memory.plans",
     "MemoryStoreUnavailable": "memory.errors",
     "episode_recorded": "memory.signals",
     # writes
@@ -117,7 +120,13 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
         RECALL_TOOLS as RECALL_TOOLS,
         memory_tools as memory_tools,
     )
-    from memory.plans import DEFAULT_PLAN as DEFAULT_PLAN, RecallPlan as RecallPlan
+    from memory.plans import (
+        DEFAULT_PLAN as DEFAULT_PLAN,
+        RecallPlan as RecallPlan,
+        ResolvedPlan as ResolvedPlan,
+        TimeAnchor as TimeAnchor,
+        resolve_plan as resolve_plan,
+    )
     from memory.rerank import OnnxCrossEncoderReranker as OnnxCrossEncoderReranker
     from memory.selectors import (
         memory_episodes_after as memory_episodes_after,

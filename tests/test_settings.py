@@ -160,25 +160,37 @@ def test_log_level_takes_any_case_and_refuses_an_unknown_level(tmp_path):
     assert "LOG_LEVEL='LOUD'" in unknown.stderr and "WARNING" in unknown.stderr
 
 
-def test_the_lexical_weight_is_a_number_or_confidence_and_refuses_anything_else(tmp_path):
+def test_recall_settings_are_one_typed_group_checked_at_start_up(tmp_path):
     code = (
         "import django; django.setup(); from django.conf import settings; "
-        "print(settings.ATLAS_RECALL_LEXICAL_WEIGHT)"
+        "r = settings.ATLAS_RECALL; print(type(r).__name__, r.candidates, r.session_spread)"
     )
 
     default = boot(tmp_path, code=code)
-    confidence = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT=" Confidence ")
-    plain = boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT="0.5")
-    bad = [boot(tmp_path, code=code, ATLAS_RECALL_LEXICAL_WEIGHT=v) for v in ("high", "-1", "11")]
+    set_ = boot(tmp_path, code=code, ATLAS_RECALL_CANDIDATES="80")
+    bad = boot(tmp_path, code=code, ATLAS_RECALL_SESSION_SPREAD="2")
 
-    assert [r.stdout.split() for r in (default, confidence, plain)] == [
-        ["1.0"],
-        ["confidence"],
-        ["0.5"],
-    ]
-    for refused in bad:
-        assert refused.returncode != 0
-        assert "ATLAS_RECALL_LEXICAL_WEIGHT must be 'confidence' or a number" in refused.stderr
+    assert default.stdout.split() == ["RecallSettings", "40", "0.25"], default.stderr
+    assert set_.stdout.split() == ["RecallSettings", "80", "0.25"], set_.stderr
+    assert bad.returncode != 0
+    assert "ATLAS_RECALL_SESSION_SPREAD must be from 0 to 1, not 2.0" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ATLAS_RECALL_LEXICAL_WEIGHT", "confidence"),
+        ("ATLAS_RECALL_WINDOW_DECAY", "false"),
+        ("ATLAS_RECALL_TIME_ANCHOR", "clock"),
+    ],
+)
+def test_a_retired_recall_setting_stops_start_up_and_names_the_plan_field(tmp_path, name, value):
+    """Ignoring it would run another recall than the operator asked for."""
+    refused = boot(tmp_path, **{name: value})
+
+    assert refused.returncode != 0
+    assert f"{name} is retired" in refused.stderr
+    assert "RecallPlan." in refused.stderr
 
 
 TRACING_PROBE = """

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from atlas_platform.config import RecallSettings
 from atlas_platform.exceptions import ValidationError
 from memory.engine.types import (
     PERSONAL_TYPES,
@@ -23,7 +25,7 @@ from memory.engine.types import (
     SessionTurn,
 )
 from memory.fusion import Fused, credit_successors, leg_confidence, rrf, spread_to_neighbours
-from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan
+from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan, ResolvedPlan, resolve_plan
 from memory.query import TimeWindow, parse_time_window, without_time_phrase
 from memory.rerank import default_reranker, rerank
 from memory.services import bookkeeping
@@ -86,12 +88,11 @@ def memory_recall(
 ) -> RecallResult:
     """Recall the user's memories (and their tenant's catalog) most relevant to ``query``.
 
-    ``plan`` says how (``RecallPlan``; the default is the product's recall). A time expression
-    in the query ("last March", "two weeks ago") adds a time-filtered run of the same legs to
-    the fusion (``plan.time_hints``): memories from that window rank higher, none are dropped.
-    ``now`` is the instant recall runs as (decay, time expressions; the evaluation pins it).
-    With ``plan.lexical_weight="confidence"`` a flat BM25 ranking, common words matched all
-    over, counts for little (lab/docs/recall-notebook.md has the measurements).
+    ``plan`` says how (``RecallPlan``; the default is the product's recall), resolved once
+    against the deployment's settings (``resolve_plan``). A time expression in the query
+    ("last March", "two weeks ago") adds a time-filtered run of the same legs to the fusion
+    (``plan.time_hints``): memories from that window rank higher, none are dropped. ``now`` is
+    the instant recall runs as (decay, time expressions; the evaluation pins it).
 
     A superseded fact's match counts for the fact that replaced it (``plan.succession``,
     ``memory.fusion.credit_successors``): the legs search superseded facts too, and fusion
@@ -110,133 +111,228 @@ def memory_recall(
     project key; ``MemoryDoc.project``), with ``include_unscoped`` also those written from no
     project; the catalog is not affected. A project-scoped recall does not spread to session
     neighbours (a neighbour turn need not be of the project).
+
+    The steps, each below: parse, read the time, embed, legs, fuse, spread, read, rerank,
+    note (docs/recall-quality.md, "How recall works").
     """
-    query = clean_text(query, field="query")
-    project = clean_project(project)
-    if not 1 <= k <= settings.ATLAS_RECALL_MAX_K:
-        raise ValidationError(
-            f"k must be between 1 and {settings.ATLAS_RECALL_MAX_K}.", code="bad_k"
-        )
-    if since and until and since > until:
-        raise ValidationError("since must not be after until.", code="bad_time_range")
-    legs = plan.legs
+    config: RecallSettings = settings.ATLAS_RECALL
+    resolved = resolve_plan(plan, config)
+    ask = _parse(
+        query=query,
+        k=k,
+        max_k=config.max_k,
+        memory_types=memory_types,
+        include_catalog=include_catalog,
+        include_superseded=include_superseded,
+        since=since,
+        until=until,
+        exclude_ids=exclude_ids,
+        project=project,
+        include_unscoped=include_unscoped,
+        plan=resolved,
+    )
     scope = user_read_scope(user)
     moment = now or clock_now()
-    types = _types(memory_types)
-    anchor_mode = plan.time_anchor or settings.ATLAS_RECALL_TIME_ANCHOR
-    # Not within an explicit time range: the successor may lie outside it.
-    credit = plan.succession and not include_superseded and since is None and until is None
     started = time.perf_counter()
     timings: dict[str, float] = {}
     with store_errors():
-        anchor = _time_anchor(scope, moment) if anchor_mode == "history" else moment
-        window = (
-            parse_time_window(query, anchor) if plan.time_hints and not (since or until) else None
-        )
-        mark = time.perf_counter()
-        if "dense" not in legs:
-            vector = None
-        elif vector is None:
-            vector = embedder().embed_query(
-                without_time_phrase(query, window) if plan.strip_time_phrase else query
-            )
-        timings["embed_ms"] = _since(mark)
-        leg_query = LegQuery(
-            text=query,
-            vector=vector,
-            filter=RecallFilter(
-                memory_types=types,
-                include_catalog=include_catalog,
-                include_superseded=include_superseded or credit,
-                since=since,
-                until=until,
-                project=project,
-                include_unscoped=include_unscoped,
-            ),
-            ranking=_ranking(user, plan),
-            now=anchor,
-            size=plan.candidates or settings.ATLAS_RECALL_CANDIDATES,
-            lexical="lexical" in legs,
-            dense="dense" in legs,
-            context_boost=(
-                settings.ATLAS_TURN_CONTEXT_BOOST
-                if plan.context_boost is None
-                else plan.context_boost
-            ),
-        )
-        mark = time.perf_counter()
-        results = backend().recall_legs(scope, leg_query)
-        fusion_legs: dict[str, list[LegHit]] = {
-            "lexical": results.lexical,
-            "dense": results.dense,
-        }
-        if window is not None:
-            window_decay = (
-                settings.ATLAS_RECALL_WINDOW_DECAY
-                if plan.window_decay is None
-                else plan.window_decay
-            )
-            windowed = backend().recall_legs(
-                scope, _windowed(leg_query, window, decay=window_decay)
-            )
-            fusion_legs.update(lexical_time=windowed.lexical, dense_time=windowed.dense)
-        timings["legs_ms"] = _since(mark)
-    mark = time.perf_counter()
-    if credit:
-        fusion_legs = credit_successors(fusion_legs)
-    excluded = set(exclude_ids)
-    weighting = (
-        settings.ATLAS_RECALL_LEXICAL_WEIGHT if plan.lexical_weight is None else plan.lexical_weight
-    )
-    weights = {
-        leg: leg_confidence(fusion_legs[leg]) if weighting == "confidence" else float(weighting)
-        for leg in ("lexical", "lexical_time")
-        if leg in fusion_legs
-    }
-    constant = (
-        settings.ATLAS_RECALL_RANK_CONSTANT if plan.rank_constant is None else plan.rank_constant
-    )
-    fused = [
-        f for f in rrf(fusion_legs, weights=weights, rank_constant=constant) if f.id not in excluded
-    ]
-    timings["fuse_ms"] = _since(mark)
-    spread = (
-        settings.ATLAS_RECALL_SESSION_SPREAD if plan.session_spread is None else plan.session_spread
-    )
-    depth = (
-        settings.ATLAS_RECALL_SESSION_DEPTH if plan.session_depth is None else plan.session_depth
-    )
-    if spread > 0 and depth > 0 and "episodic" in types and fused and project is None:
-        mark = time.perf_counter()
-        turns = {
-            hit.id: SessionTurn(id=hit.id, session_id=hit.session_id, timestamp=hit.timestamp)
-            for hits in fusion_legs.values()
-            for hit in hits
-            if hit.session_id and hit.timestamp
-        }
-        head = [turns[f.id] for f in fused[:SPREAD_HEAD] if f.id in turns]
-        with store_errors():
-            around = backend().session_neighbours(
-                scope, head, depth=depth, since=since, until=until
-            )
-        fused = [
-            f for f in spread_to_neighbours(fused, around, weight=spread) if f.id not in excluded
-        ]
-        timings["spread_ms"] = _since(mark)
-    reranker = default_reranker() if plan.rerank else None
-    mark = time.perf_counter()
-    # A reranker reads every candidate; otherwise only the head of the fused list is returned.
-    candidates = _with_docs(scope, fused, None if reranker else k, include_superseded)
-    timings["read_ms"] = _since(mark)
+        anchor, window = _read_time(scope, ask, resolved, moment)
+        with _timed(timings, "embed_ms"):
+            vector = _embed(ask, resolved, window, vector)
+        leg_query = _leg_query(user, ask, resolved, anchor, vector)
+        with _timed(timings, "legs_ms"):
+            legs = _legs(scope, leg_query, window, resolved)
+    with _timed(timings, "fuse_ms"):
+        if ask.credit:  # the spread below reads the credited legs too
+            legs = credit_successors(legs)
+        fused = _fuse(legs, ask, resolved)
+    if _spreads(fused, ask, resolved):
+        with _timed(timings, "spread_ms"):
+            fused = _spread(scope, fused, legs, ask, resolved)
+    reranker = default_reranker() if resolved.rerank else None
+    with _timed(timings, "read_ms"):
+        # A reranker reads every candidate; otherwise only the head of the fused list.
+        candidates = _with_docs(scope, fused, None if reranker else ask.k, ask.include_superseded)
     outcome = rerank(
-        reranker,
-        query,
-        [doc.text for _, doc in candidates],
-        budget_ms=settings.ATLAS_RERANK_BUDGET_MS,
+        reranker, ask.query, [doc.text for _, doc in candidates], budget_ms=config.rerank_budget_ms
     )
     timings["rerank_ms"] = outcome.took_ms
-    chosen = [candidates[i] for i in outcome.order[:k]]
-    hits = [
+    hits = _hits([candidates[i] for i in outcome.order[: ask.k]])
+    took_ms = _since(started)
+    if track_usage:
+        _note(user, hits, took_ms)
+    return RecallResult(
+        hits=hits,
+        legs=[leg for leg in LEGS if leg in resolved.legs],
+        reranker=outcome.reranker,
+        reranked=outcome.reranked,
+        timings_ms=timings,
+        took_ms=took_ms,
+        time_window=window,
+    )
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What the caller asked, checked and cleaned (``_parse``)."""
+
+    query: str
+    k: int
+    types: tuple[MemoryType, ...]
+    include_catalog: bool
+    include_superseded: bool
+    since: datetime | None
+    until: datetime | None
+    excluded: frozenset[str]
+    project: str | None
+    include_unscoped: bool
+    credit: bool  # superseded hits count for their successors (RecallPlan.succession)
+
+
+def _parse(
+    *,
+    query: str,
+    k: int,
+    max_k: int,
+    memory_types: Sequence[str] | None,
+    include_catalog: bool,
+    include_superseded: bool,
+    since: datetime | None,
+    until: datetime | None,
+    exclude_ids: Sequence[str],
+    project: str | None,
+    include_unscoped: bool,
+    plan: ResolvedPlan,
+) -> _Ask:
+    """The request checked (400s that say what to fix) before anything is read."""
+    query = clean_text(query, field="query")
+    project = clean_project(project)
+    if not 1 <= k <= max_k:
+        raise ValidationError(f"k must be between 1 and {max_k}.", code="bad_k")
+    if since and until and since > until:
+        raise ValidationError("since must not be after until.", code="bad_time_range")
+    return _Ask(
+        query=query,
+        k=k,
+        types=_types(memory_types),
+        include_catalog=include_catalog,
+        include_superseded=include_superseded,
+        since=since,
+        until=until,
+        excluded=frozenset(exclude_ids),
+        project=project,
+        include_unscoped=include_unscoped,
+        # Not within an explicit time range: the successor may lie outside it.
+        credit=plan.succession and not include_superseded and since is None and until is None,
+    )
+
+
+def _read_time(
+    scope: ReadScope, ask: _Ask, plan: ResolvedPlan, moment: datetime
+) -> tuple[datetime, TimeWindow | None]:
+    """The instant time words and decay are read against, and the window a time expression
+    in the query names (none inside an explicit ``since`` / ``until``)."""
+    anchor = _time_anchor(scope, moment) if plan.time_anchor == "history" else moment
+    asks_window = plan.time_hints and not (ask.since or ask.until)
+    return anchor, parse_time_window(ask.query, anchor) if asks_window else None
+
+
+def _embed(
+    ask: _Ask, plan: ResolvedPlan, window: TimeWindow | None, vector: list[float] | None
+) -> list[float] | None:
+    """The query's vector for the dense legs (the caller's, when it holds one)."""
+    if not plan.dense:
+        return None
+    if vector is not None:
+        return vector
+    text = without_time_phrase(ask.query, window) if plan.strip_time_phrase else ask.query
+    return embedder().embed_query(text)
+
+
+def _leg_query(
+    user: User, ask: _Ask, plan: ResolvedPlan, anchor: datetime, vector: list[float] | None
+) -> LegQuery:
+    return LegQuery(
+        text=ask.query,
+        vector=vector,
+        filter=RecallFilter(
+            memory_types=ask.types,
+            include_catalog=ask.include_catalog,
+            include_superseded=ask.include_superseded or ask.credit,
+            since=ask.since,
+            until=ask.until,
+            project=ask.project,
+            include_unscoped=ask.include_unscoped,
+        ),
+        ranking=_ranking(user, plan),
+        now=anchor,
+        size=plan.candidates,
+        lexical=plan.lexical,
+        dense=plan.dense,
+        context_boost=plan.context_boost,
+    )
+
+
+def _legs(
+    scope: ReadScope, leg_query: LegQuery, window: TimeWindow | None, plan: ResolvedPlan
+) -> dict[str, list[LegHit]]:
+    """Each leg's ranked hits: the main legs, and with a time window the same legs inside it
+    (``lexical_time``, ``dense_time``)."""
+    main = backend().recall_legs(scope, leg_query)
+    legs = {"lexical": main.lexical, "dense": main.dense}
+    if window is not None:
+        timed = backend().recall_legs(scope, _windowed(leg_query, window, decay=plan.window_decay))
+        legs.update(lexical_time=timed.lexical, dense_time=timed.dense)
+    return legs
+
+
+def _fuse(legs: dict[str, list[LegHit]], ask: _Ask, plan: ResolvedPlan) -> list[Fused]:
+    """Reciprocal rank fusion, the lexical legs weighed by the plan; the excluded ids
+    dropped."""
+    weights = {
+        leg: leg_confidence(legs[leg])
+        if plan.lexical_weight == "confidence"
+        else float(plan.lexical_weight)
+        for leg in ("lexical", "lexical_time")
+        if leg in legs
+    }
+    fused = rrf(legs, weights=weights, rank_constant=plan.rank_constant)
+    return [f for f in fused if f.id not in ask.excluded]
+
+
+def _spreads(fused: list[Fused], ask: _Ask, plan: ResolvedPlan) -> bool:
+    """Whether the session spread runs: on, episodes asked for, something fused, and not a
+    project-scoped recall (a neighbour turn need not be of the project)."""
+    on = plan.session_spread > 0 and plan.session_depth > 0
+    return on and "episodic" in ask.types and bool(fused) and ask.project is None
+
+
+def _spread(
+    scope: ReadScope,
+    fused: list[Fused],
+    legs: dict[str, list[LegHit]],
+    ask: _Ask,
+    plan: ResolvedPlan,
+) -> list[Fused]:
+    """The fused head's turns lend a share of their score to their session neighbours
+    (``memory.fusion.spread_to_neighbours``), read with the asker's own credential."""
+    turns = {
+        hit.id: SessionTurn(id=hit.id, session_id=hit.session_id, timestamp=hit.timestamp)
+        for hits in legs.values()
+        for hit in hits
+        if hit.session_id and hit.timestamp
+    }
+    head = [turns[f.id] for f in fused[:SPREAD_HEAD] if f.id in turns]
+    with store_errors():
+        around = backend().session_neighbours(
+            scope, head, depth=plan.session_depth, since=ask.since, until=ask.until
+        )
+    spread = spread_to_neighbours(fused, around, weight=plan.session_spread)
+    return [f for f in spread if f.id not in ask.excluded]
+
+
+def _hits(chosen: list[tuple[Fused, MemoryDoc]]) -> list[RecallHit]:
+    return [
         RecallHit(
             doc=doc,
             score=round(f.score, 6),
@@ -246,19 +342,20 @@ def memory_recall(
         )
         for n, (f, doc) in enumerate(chosen, start=1)
     ]
-    took_ms = _since(started)
-    if track_usage:
-        bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
-        recall_stat_note(tenant_id=user.tenant_id, took_ms=took_ms, at=clock_now())
-    return RecallResult(
-        hits=hits,
-        legs=[leg for leg in LEGS if leg in legs],
-        reranker=outcome.reranker,
-        reranked=outcome.reranked,
-        timings_ms=timings,
-        took_ms=took_ms,
-        time_window=window,
-    )
+
+
+def _note(user: User, hits: list[RecallHit], took_ms: float) -> None:
+    """Usage bookkeeping: the returned facts' use counts, and the tenant's statistics."""
+    bookkeeping.bump_usage([h.doc for h in hits if h.doc.memory_type == "semantic"])
+    recall_stat_note(tenant_id=user.tenant_id, took_ms=took_ms, at=clock_now())
+
+
+@contextmanager
+def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    """``timings[name]``: the block's wall time in ms."""
+    mark = time.perf_counter()
+    yield
+    timings[name] = _since(mark)
 
 
 # The fused head whose turns lend to their session neighbours (spread_to_neighbours): a page
@@ -328,7 +425,7 @@ ANCHOR_CACHE_SIZE = 10_000
 _recent_newest: dict[tuple[str, str | None], tuple[float, datetime]] = {}
 
 
-def _ranking(user: User, plan: RecallPlan) -> Ranking:
+def _ranking(user: User, plan: ResolvedPlan) -> Ranking:
     """The tenant's ranking signals, with the plan's decay overrides."""
     ranking = tenant_ranking(user.tenant, apply_decay=plan.decay)
     if plan.decay_offset_days is not None:

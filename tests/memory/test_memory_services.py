@@ -183,10 +183,9 @@ def _lexical_leg(user, query):
     ]
 
 
-def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
+def test_a_lexical_leg_weighs_its_own_confidence(people):
     from memory.fusion import RRF_RANK_CONSTANT, leg_confidence
 
-    settings.ATLAS_RECALL_LEXICAL_WEIGHT = "confidence"  # the leg's confidence, per query
     rooms = ["hall", "porch", "study", "attic", "garage", "landing", "pantry", "cellar"]
     for room in [*rooms, "nursery", "loft", "snug", "den"]:
         fact(people.alice, f"The smart light in the {room} switches on at dusk")
@@ -208,13 +207,13 @@ def test_a_lexical_leg_weighs_its_own_confidence(people, settings):
         lexical, dense = hit.leg_ranks["lexical"], hit.leg_ranks["dense"]
         return hit.score, weight / (RRF_RANK_CONSTANT + lexical) + 1 / (RRF_RANK_CONSTANT + dense)
 
-    score, expected = fused(1.0)
-    assert score == pytest.approx(expected, abs=1e-6)
-    settings.ATLAS_RECALL_LEXICAL_WEIGHT = 0.5  # a number (1.0 by default) fixes the weight
-    score, expected = fused(0.5)
-    assert score == pytest.approx(expected, abs=1e-6)
-    # A caller (the eval's confidence_weight ablation) can ask for the confidence weight anyway.
+    # The leg's confidence, per query (the eval's confidence_weight ablation): 1.0 here.
     score, expected = fused(1.0, plan=RecallPlan(lexical_weight="confidence"))
+    assert score == pytest.approx(expected, abs=1e-6)
+    # A number fixes the weight; the product's plan weighs the lexical leg 1 (plain RRF).
+    score, expected = fused(0.5, plan=RecallPlan(lexical_weight=0.5))
+    assert score == pytest.approx(expected, abs=1e-6)
+    score, expected = fused(1.0)
     assert score == pytest.approx(expected, abs=1e-6)
 
 

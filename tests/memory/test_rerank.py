@@ -5,6 +5,7 @@ The rerank model is the one thing faked, at its HTTP boundary: a rerank server o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -65,7 +66,7 @@ def fake_reranker(settings) -> Iterator[FakeRerankServer]:
     server = FakeRerankServer()
     settings.ATLAS_RERANKER = "http"
     settings.ATLAS_RERANKER_URL = server.url
-    settings.ATLAS_RERANK_BUDGET_MS = 300
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, rerank_budget_ms=300)
     default_reranker.cache_clear()
     yield server
     server.server.shutdown()

@@ -1,5 +1,5 @@
-"""Time words read against a history's own dates (``ATLAS_RECALL_TIME_ANCHOR=history``): a
-conversation imported with its dates and asked about long after it ended."""
+"""Time words read against a history's own dates (``RecallPlan.time_anchor="history"``, the
+default): a conversation imported with its dates and asked about long after it ended."""
 
 from __future__ import annotations
 

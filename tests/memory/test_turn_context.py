@@ -158,7 +158,7 @@ def _recall(people, query: str, **kw):
 
 def test_a_live_turn_is_indexed_with_its_sessions_previous_turn(people, settings) -> None:
     settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous"
-    settings.ATLAS_TURN_CONTEXT_BOOST = 0.5
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, context_boost=0.5)
     asked = memory_turn_record(
         user=people.alice,
         text="Where are you having your birthday party?",
@@ -210,7 +210,7 @@ def test_the_previous_turn_selector_reads_the_users_own_session_before_a_time(pe
 
 def test_an_import_takes_the_context_from_the_batch(people, settings) -> None:
     settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous"
-    settings.ATLAS_TURN_CONTEXT_BOOST = 0.5
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, context_boost=0.5)
     asked, answer, elsewhere = memory_import(
         user=people.alice,
         memories=[
@@ -228,7 +228,7 @@ def test_an_import_takes_the_context_from_the_batch(people, settings) -> None:
 
 def test_forgetting_a_turn_takes_its_words_out_of_the_next_turns_context(people, settings) -> None:
     settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous"
-    settings.ATLAS_TURN_CONTEXT_BOOST = 0.5
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, context_boost=0.5)
     secret, answer = memory_import(
         user=people.alice,
         memories=[turn("my surprise birthday plan for Sam", 1), turn("love it", 2)],
@@ -244,7 +244,7 @@ def test_turns_posted_over_rest_get_their_context_and_answer_their_own_text(
     people, settings, client
 ) -> None:
     settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous"
-    settings.ATLAS_TURN_CONTEXT_BOOST = 0.5
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, context_boost=0.5)
     token = token_issue(tenant=people.acme, user=people.alice, name="bot").secret
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     said = []
@@ -280,7 +280,7 @@ def test_turns_posted_over_rest_get_their_context_and_answer_their_own_text(
 
 def test_with_next_a_live_turn_adds_its_words_to_the_turn_before(people, settings) -> None:
     settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous,next"
-    settings.ATLAS_TURN_CONTEXT_BOOST = 0.5
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, context_boost=0.5)
     first, asked, answer = (
         memory_turn_record(
             user=people.alice,

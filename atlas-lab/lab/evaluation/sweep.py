@@ -20,7 +20,7 @@ from typing import Any
 from lab.evaluation.corpus import LoadedRun, Persona, Question
 from lab.evaluation.metrics import Rank, evidence_ranks, first_hit_rank, scores
 from lab.evaluation.runner import K, select_questions
-from memory.public import RecallPlan
+from memory.public import RecallPlan, ResolvedPlan, TimeAnchor
 
 # The knobs and the values tried; the first value of each is not special (the current default
 # is whatever the starting plan holds).
@@ -62,10 +62,24 @@ class Setting:
     candidates: int = 80
     decay: tuple[str, float | None, float | None] = ("tenant", None, None)
     window_decay: bool = True
-    time_anchor: str = "clock"
+    time_anchor: TimeAnchor = "clock"
     context_boost: float = 0.5
     session_spread: float = 0.25
     session_depth: int = 2
+
+    @classmethod
+    def of(cls, plan: ResolvedPlan) -> Setting:
+        """The sweep's starting point: a resolved plan's knobs (the tenant's decay)."""
+        return cls(
+            lexical_weight=plan.lexical_weight,
+            rank_constant=plan.rank_constant,
+            candidates=plan.candidates,
+            window_decay=plan.window_decay,
+            time_anchor=plan.time_anchor,
+            context_boost=plan.context_boost,
+            session_spread=plan.session_spread,
+            session_depth=plan.session_depth,
+        )
 
     def plan(self) -> RecallPlan:
         name, offset, scale = self.decay
@@ -77,7 +91,7 @@ class Setting:
             decay_offset_days=offset,
             decay_scale_days=scale,
             window_decay=self.window_decay,
-            time_anchor=self.time_anchor,  # type: ignore[arg-type]
+            time_anchor=self.time_anchor,
             context_boost=self.context_boost,
             session_spread=self.session_spread,
             session_depth=self.session_depth,

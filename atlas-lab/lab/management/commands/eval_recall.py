@@ -15,6 +15,7 @@ corpus by name. See docs/recall-quality.md.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import shutil
@@ -31,6 +32,7 @@ from lab.evaluation.corpus import CORPORA, CORPUS_DIR, CorpusError, read_corpus
 from lab.evaluation.overlap import overlap_report
 from lab.evaluation.report import overlap_tables, plot, tables
 from lab.evaluation.runner import ABLATIONS
+from memory.public import DEFAULT_PLAN, resolve_plan
 
 EXIT_LEAKS, EXIT_R10, EXIT_R5 = 2, 3, 4
 SWITCHED_SETTINGS = ("ATLAS_MEMORY_BACKEND", "ATLAS_ES_INDEX_PREFIX", "ATLAS_EMBEDDED_PATH")
@@ -162,11 +164,12 @@ class Command(BaseCommand):
             split=None if options["split"] == "all" else options["split"],
             clock_offset_days=options["clock_offset_days"],
         )
+        default = resolve_plan(DEFAULT_PLAN, settings.ATLAS_RECALL)  # the product's recall
         report["config"] = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
             "embedder": _embedder_name(),
             "reranker": settings.ATLAS_RERANKER,
-            "lexical_weight": settings.ATLAS_RECALL_LEXICAL_WEIGHT,
+            "lexical_weight": default.lexical_weight,
             "statistics_scope": options["statistics"],
             "isolation": (
                 run.tenant.isolation_mode
@@ -175,10 +178,11 @@ class Command(BaseCommand):
             ),
             "split": options["split"],
             "clock_offset_days": options["clock_offset_days"],
-            "time_anchor": settings.ATLAS_RECALL_TIME_ANCHOR,
+            "time_anchor": default.time_anchor,
             "turn_context": settings.ATLAS_TURN_CONTEXT,
             "turn_lexical_context": settings.ATLAS_TURN_LEXICAL_CONTEXT,
-            "turn_context_boost": settings.ATLAS_TURN_CONTEXT_BOOST,
+            "turn_context_boost": default.context_boost,
+            "default_plan": dataclasses.asdict(default),
             "personas": {
                 p.persona: {
                     "corpus": p.corpus,

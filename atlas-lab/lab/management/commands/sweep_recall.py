@@ -35,6 +35,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from lab.evaluation.corpus import load_run
         from lab.evaluation.sweep import Setting, Sweeper, coordinate_ascent
+        from memory.plans import DEFAULT_PLAN, resolve_plan
 
         corpora = [c.strip() for c in options["corpora"].split(",") if c.strip()]
         if corpora == ["all"]:
@@ -53,16 +54,7 @@ class Command(BaseCommand):
                 run = load_run(personas, catalog, foreign=personas[0], suffix=runner.suffix)
                 self.stdout.write(f"loaded in {time.perf_counter() - started:.1f} s")
                 sweeper = Sweeper(run, personas, split="dev", limit=options["limit_questions"])
-                start = Setting(
-                    lexical_weight=settings.ATLAS_RECALL_LEXICAL_WEIGHT,
-                    rank_constant=settings.ATLAS_RECALL_RANK_CONSTANT,
-                    candidates=settings.ATLAS_RECALL_CANDIDATES,
-                    window_decay=settings.ATLAS_RECALL_WINDOW_DECAY,
-                    time_anchor=settings.ATLAS_RECALL_TIME_ANCHOR,
-                    context_boost=settings.ATLAS_TURN_CONTEXT_BOOST,
-                    session_spread=settings.ATLAS_RECALL_SESSION_SPREAD,
-                    session_depth=settings.ATLAS_RECALL_SESSION_DEPTH,
-                )
+                start = Setting.of(resolve_plan(DEFAULT_PLAN, settings.ATLAS_RECALL))
                 outcome = coordinate_ascent(
                     sweeper, start, rounds=options["rounds"], log=self.stdout.write
                 )
