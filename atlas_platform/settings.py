@@ -362,6 +362,10 @@ ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
 # weight against the turn's own text in the lexical leg (memory/services/turn_context.py).
 ATLAS_TURN_LEXICAL_CONTEXT = env.str("ATLAS_TURN_LEXICAL_CONTEXT", default="previous")
 ATLAS_TURN_CONTEXT_BOOST = env.float("ATLAS_TURN_CONTEXT_BOOST", default=0.5)
+# A turn sent without a session_id joins its user's (and agent's) current session when the
+# previous turn came at most this many seconds before it, else it opens a new inferred session
+# (memory/services/sessions.py; chosen on the dev split: lab/docs/recall-notebook.md).
+ATLAS_SESSION_GAP_S = env.float("ATLAS_SESSION_GAP_S", default=3600.0)
 # Recall's session spread: each of the fused head's turns lends this share of its score to the
 # turns around it in its session (0: off), up to this many turns each way
 # (memory.fusion.spread_to_neighbours; docs/recall-quality.md, "Session spread").
