@@ -87,6 +87,17 @@ def test_memories_are_listed_by_type_with_filters(seeded, alice, acme_client):
     assert "Bristol" not in current and "lives in Edinburgh" in current
 
 
+def test_a_turns_session_shows_and_says_when_it_was_inferred(store, alice, acme_client):
+    inferred = memory_turn_record(user=alice, text="sent as text only").episode
+    memory_turn_record(user=alice, text="sent with its session", session_id="chat-1")
+
+    page = acme_client.get(url("memories", alice), {"type": "episodic"}).content.decode()
+
+    assert f'<span class="atlas-session">{inferred.session_id}</span>' in page
+    assert page.count("(inferred)") == 1
+    assert '<span class="atlas-session">chat-1</span></td>' in page
+
+
 def test_the_time_filter_bounds_when_memories_were_stored(seeded, alice, acme_client):
     today = seeded["new"].created_at.date()
 
