@@ -91,9 +91,7 @@ def test_an_explicit_session_is_never_merged_with_an_inferred_one(people, settin
     assert "named session" in (stored(people.alice, named_again).context or "")
 
 
-def test_a_caller_mixing_both_has_text_only_turns_follow_its_last_session(
-    people, settings
-) -> None:
+def test_a_caller_mixing_both_has_text_only_turns_follow_its_last_session(people, settings) -> None:
     """An integrator that names the session on its turns but not on the replies: the replies
     (and any text-only turn) join the session it named last while the conversation goes on,
     marked inferred; after the gap a text-only turn opens a new inferred session."""
