@@ -148,7 +148,7 @@ def _episodes(scope: ReadScope, user_id: str) -> list[MemoryDoc]:
 
 
 def _assign(doc: MemoryDoc) -> Callable[[MemoryDoc], dict[str, object]]:
-    change = {
+    change: dict[str, object] = {
         "session_id": doc.session_id,
         "session_inferred": True,
         "context": doc.context,

@@ -28,11 +28,11 @@ def at(minutes: float) -> datetime:
     return MAY + timedelta(minutes=minutes)
 
 
-def said(user, text: str, minutes: float, **kwargs):  # type: ignore[no-untyped-def]
+def said(user, text: str, minutes: float, **kwargs):
     return memory_turn_record(user=user, text=text, timestamp=at(minutes), k=1, **kwargs).episode
 
 
-def stored(user, doc: MemoryDoc) -> MemoryDoc:  # type: ignore[no-untyped-def]
+def stored(user, doc: MemoryDoc) -> MemoryDoc:
     found = backend().get(user_read_scope(user), doc.id)
     assert found is not None
     return found
@@ -154,7 +154,7 @@ def test_an_import_infers_sessions_for_turns_without_one(people, settings) -> No
     assert d.session_id not in (a.session_id, "s9") and d.session_inferred
 
 
-def _sessionless(user, text: str, minutes: float) -> MemoryDoc:  # type: ignore[no-untyped-def]
+def _sessionless(user, text: str, minutes: float) -> MemoryDoc:
     """A turn stored before sessions were inferred: no session, no context."""
     doc = MemoryDoc(
         id=f"old{minutes:g}".replace(".", "_"),
@@ -204,7 +204,7 @@ def test_the_backfill_assigns_sessions_once_by_the_same_rule(people, settings) -
 
 
 def test_sessions_assign_leaves_named_sessions_and_other_memories_alone() -> None:
-    def doc(n: int, minutes: float, session: str | None = None, kind: str = "episodic"):  # type: ignore[no-untyped-def]
+    def doc(n: int, minutes: float, session: str | None = None, kind: str = "episodic"):
         return MemoryDoc(
             id=str(n),
             tenant_id="t",
