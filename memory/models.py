@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from tenants.models import Tenant
+from tenants.models import Tenant, User
 
 # Upper bounds (ms) of the recall latency histogram; a recall slower than the last one lands in
 # the ``OVERFLOW_MS`` bucket. Fixed buckets make recording one UPDATE and percentiles exact to
@@ -68,3 +68,25 @@ class WriteIntent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_id} ({self.state})"
+
+
+class SessionCursor(models.Model):
+    """Which conversation session a user's turns from one agent are in now: the session of the
+    newest turn recorded live, and that turn's time. A turn sent without a ``session_id`` joins
+    ``session_id`` when its time is within ``ATLAS_SESSION_GAP_S`` of ``last_turn_at``, else it
+    opens a new (inferred) session (``memory.services.sessions.session_for_turn``). Ids and
+    times only: never any text."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    agent = models.TextField(blank=True)  # "" for turns sent without an agent
+    session_id = models.TextField()
+    inferred = models.BooleanField(default=False)
+    last_turn_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "agent"], name="session_cursor_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.agent or '-'}: {self.session_id}"

@@ -45,6 +45,7 @@ def memory_json(doc: MemoryDoc, *, compact: bool = False) -> dict[str, Any]:
         "metadata": dict(doc.metadata),
         "project": doc.project,
         "session_id": doc.session_id,
+        "session_inferred": bool(doc.session_inferred),
         "agent": doc.agent,
         "fact_type": doc.fact_type,
         "supersedes": [str(i) for i in doc.supersedes],
@@ -86,6 +87,8 @@ def _compact(data: dict[str, Any], doc: MemoryDoc) -> dict[str, Any]:
     # "last use" is its creation), full confidence, a timestamp that is the time it was stored.
     if int(doc.use_count) == 0:
         meaningless |= {"use_count", "last_used_at"}
+    if not doc.session_inferred:
+        meaningless.add("session_inferred")
     if float(doc.confidence) == 1.0:
         meaningless.add("confidence")
     if doc.timestamp is not None and abs((doc.timestamp - doc.created_at).total_seconds()) < 1:

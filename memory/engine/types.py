@@ -57,6 +57,10 @@ class MemoryDoc:
     project: str | None = None
     # episodic
     session_id: str | None = None
+    # True when the session was inferred (the caller sent no ``session_id``: the turn joined
+    # its user's current session, or opened one; memory.services.sessions), never for one
+    # the caller named.
+    session_inferred: bool = False
     agent: str | None = None
     # Index-only: words the lexical leg also matches for this turn (its session neighbour's,
     # memory.services.turn_context), at a lower weight than ``text``; never shown to a caller

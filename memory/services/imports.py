@@ -23,6 +23,7 @@ from memory.services.common import (
     new_id,
     store_errors,
 )
+from memory.services.sessions import sessions_assign
 from memory.services.turn_context import (
     next_turns,
     previous_turns,
@@ -145,7 +146,9 @@ def _build(user: User, item: ImportedMemory) -> MemoryDoc:
 def memory_import(*, user: User, memories: Sequence[ImportedMemory]) -> list[MemoryDoc]:
     """Write ``memories`` as ``user``'s, with their own times; the documents, in order.
 
-    A turn's lexical context comes from its session neighbours in the batch
+    A turn without a ``session_id`` gets one by the live rule over the batch's turns
+    (``sessions.sessions_assign``: inferred, ``ATLAS_SESSION_GAP_S``). A turn's lexical
+    context comes from its session neighbours in the batch
     (``turn_context.with_lexical_context``). Everything is validated before anything is
     written; the texts are embedded in one batch
     (as ``memory_write`` and a turn embed them: ``embedding_text``), outside any transaction,
@@ -154,6 +157,7 @@ def memory_import(*, user: User, memories: Sequence[ImportedMemory]) -> list[Mem
     docs = [_doc(user, item, n) for n, item in enumerate(memories, start=1)]
     if not docs:
         return []
+    sessions_assign(docs)
     previous = previous_turns(docs)
     for doc, before, after in zip(docs, previous, next_turns(docs), strict=True):
         with_lexical_context(doc, before, after)

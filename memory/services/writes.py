@@ -38,6 +38,7 @@ from memory.services.intents import (
 )
 from memory.services.recall import RecallResult, memory_recall
 from memory.services.scoping import user_read_scope, writer_scope
+from memory.services.sessions import session_for_turn
 from memory.services.turn_context import link_following, with_live_context
 from memory.signals import episode_recorded
 from tenants.models import User
@@ -178,6 +179,50 @@ class TurnResult:
     recall: RecallResult
 
 
+def episode_record(
+    *,
+    user: User,
+    text: str,
+    source: str,
+    action: str,
+    session_id: str | None = None,
+    agent: str | None = None,
+    timestamp: datetime | None = None,
+) -> MemoryDoc:
+    """The one write path of a conversation's words (a user's turn, an assistant's reply):
+    the episode with its session (named, or inferred: ``sessions.session_for_turn``), its
+    lexical context from the session's previous turn, the store write (intent first,
+    create-only) and the audit row ``action`` (without text)."""
+    text = clean_text(text)
+    moment = timestamp or now()
+    session_id, inferred = session_for_turn(
+        user=user, agent=agent, session_id=session_id or None, moment=moment
+    )
+    with store_errors():
+        episode = _personal_doc(
+            user,
+            "episodic",
+            text,
+            source=source,
+            session_id=session_id,
+            session_inferred=inferred,
+            agent=agent,
+            timestamp=moment,
+        )
+        episode, previous = with_live_context(episode)
+        episode = _store(episode)
+        link_following(previous, episode)
+    _audit(
+        user,
+        action,
+        episode,
+        undo=lambda: backend().delete(episode),
+        session_id=episode.session_id,
+        session_inferred=episode.session_inferred,
+    )
+    return episode
+
+
 def memory_turn_record(
     *,
     user: User,
@@ -187,32 +232,21 @@ def memory_turn_record(
     timestamp: datetime | None = None,
     k: int = 5,
 ) -> TurnResult:
-    """Store the user's verbatim message as an episode, then recall on the same words (the
-    episode itself excluded) so exact tokens reach the lexical leg before any rewrite."""
-    text = clean_text(text)
-    with store_errors():
-        episode = _personal_doc(
-            user,
-            "episodic",
-            text,
-            source="turn",
-            session_id=session_id,
-            agent=agent,
-            timestamp=timestamp,
-        )
-        episode, previous = with_live_context(episode)
-        episode = _store(episode)
-        link_following(previous, episode)
-    _audit(
-        user,
-        "memory.turn",
-        episode,
-        undo=lambda: backend().delete(episode),
+    """Store the user's verbatim message as an episode (``episode_record``), then recall on
+    the same words (the episode itself excluded) so exact tokens reach the lexical leg before
+    any rewrite."""
+    episode = episode_record(
+        user=user,
+        text=text,
+        source="turn",
+        action="memory.turn",
         session_id=session_id,
+        agent=agent,
+        timestamp=timestamp,
     )
     recall = memory_recall(
         user=user,
-        query=text,
+        query=episode.text,
         k=k,
         exclude_ids=[episode.id],
         vector=episode.embedding if embedder().symmetric else None,

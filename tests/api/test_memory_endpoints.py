@@ -41,6 +41,22 @@ def test_a_turn_stores_the_episode_and_recalls_on_the_same_words(api, alice_toke
     assert {"legs", "reranker", "reranked", "timings_ms", "took_ms"} <= set(body)
 
 
+def test_text_only_turns_get_an_inferred_session_the_api_shows(api, alice_token):
+    first = api.post("users/alice/turns", {"text": "Got a sec?"}, token=alice_token).json()
+    second = api.post("users/alice/turns", {"text": "Always"}, token=alice_token).json()
+    named = api.post(
+        "users/alice/turns", {"text": "named", "session_id": "s-9"}, token=alice_token
+    ).json()
+
+    session = first["episode"]["session_id"]
+    assert session and first["episode"]["session_inferred"] is True
+    assert (second["episode"]["session_id"], second["episode"]["session_inferred"]) == (
+        session,
+        True,
+    )
+    assert (named["episode"]["session_id"], named["episode"]["session_inferred"]) == ("s-9", False)
+
+
 def test_recall_returns_every_documented_field(api, alice_token):
     write(api, alice_token, "Alice prefers window seats", fact_type="preference")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -287,11 +288,17 @@ def test_eval_recall_gates_each_new_corpus_on_elasticsearch(es: Any, tmp_path: P
         gate_r10=0.0,
         gate_r5=0.0,
         corpus_gates=CORPUS_GATES,
+        paths="sessions,text",
     )  # a gate failure exits non-zero (SystemExit), failing the test
     report = json.loads(out.read_text())
     full = report["ablations"]["full"]
     assert report["leakage"]["leaks"] == 0
     assert report["leakage"]["probes"] == 8 * 4 * 4  # 4 personas, each asked by all 4
+    # The text-only path ran on its own load, side by side (the gates read the first path).
+    assert set(report["paths"]) == {"sessions", "text"}
+    assert report["paths"]["sessions"]["per_corpus"] == full["per_corpus"]
+    assert set(report["paths"]["text"]["per_corpus"]) == {"conversations", "agent_work"}
+    assert report["paths"]["text"]["leaks"] == 0
     assert set(full["per_corpus"]) == {"conversations", "agent_work"}
     assert {k.split("/")[0] for k in full["per_corpus_kind"]} == {"conversations", "agent_work"}
     for corpus, gate in (part.split("=") for part in CORPUS_GATES.split(",")):
@@ -317,3 +324,23 @@ def test_the_overall_gates_read_the_personas_corpus_in_a_run_of_several() -> Non
     )
     without = {"overall": overall, "per_corpus": {"conversations": conversations, "agent_work": {}}}
     assert gated_figures(without) == ("overall", overall)
+
+
+def test_the_paths_send_the_same_turns_without_sessions_or_dates() -> None:
+    from lab.evaluation.corpus import _sent_turns, read_corpus
+
+    personas, _ = read_corpus(CORPUS_DIR, ["chat_maya_tom"], ["conversations"])
+    persona = personas[0]
+    episodes = [m for m in persona.memories if m.type == "episodic"]
+
+    assert _sent_turns(episodes, "sessions", persona.now) == {}
+    dated = _sent_turns(episodes, "dated", persona.now)
+    text = _sent_turns(episodes, "text", persona.now)
+    first, last = min(episodes, key=lambda m: m.timestamp), max(episodes, key=lambda m: m.timestamp)
+    assert {i.session_id for i in [*dated.values(), *text.values()]} == {None}
+    assert dated[first.key].timestamp == first.timestamp
+    assert text[last.key].timestamp == persona.now - timedelta(seconds=1)
+    assert text[first.key].timestamp == persona.now - timedelta(seconds=len(episodes))
+    assert (
+        text[first.key].text == first.text and text[first.key].metadata == dated[first.key].metadata
+    )

@@ -364,11 +364,12 @@ def test_the_assistant_side_outcomes_and_about_me(atlas_server: str, acme: Tenan
 
     async def scenario() -> dict[str, Any]:
         async with mcp_session(_own(atlas_server), token) as session:
-            await session.call_tool("record_turn", {"text": "My printer jams on duplex jobs"})
+            turn = payload(
+                await session.call_tool("record_turn", {"text": "My printer jams on duplex jobs"})
+            )
             reply = payload(
                 await session.call_tool(
-                    "record_reply",
-                    {"text": "I suggested cleaning the duplex rollers", "agent": "bot"},
+                    "record_reply", {"text": "I suggested cleaning the duplex rollers"}
                 )
             )
             old = payload(
@@ -415,11 +416,21 @@ def test_the_assistant_side_outcomes_and_about_me(atlas_server: str, acme: Tenan
                 )
             )
             about = payload(await session.call_tool("about_me", {}))
-            return {"reply": reply, "outcome": outcome, "recalled": recalled, "about": about}
+            return {
+                "turn": turn,
+                "reply": reply,
+                "outcome": outcome,
+                "recalled": recalled,
+                "about": about,
+            }
 
     got = run(scenario)
     episode = got["reply"]["episode"]
     assert episode["source"] == "assistant" and episode["memory_type"] == "episodic"
+    # Neither named a session: the reply joined the turn's inferred session.
+    assert got["turn"]["episode"]["session_inferred"] is True
+    assert episode["session_id"] == got["turn"]["episode"]["session_id"]
+    assert episode["session_inferred"] is True
     assert "recalled" not in got["reply"]
     assert got["outcome"]["success_count"] == 1 and got["outcome"]["version"] == 2
     assert [s["instruction"] for s in got["outcome"]["steps"]][-1] == "Pull the roller"

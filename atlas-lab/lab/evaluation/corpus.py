@@ -9,13 +9,14 @@ holds another persona's memories (the target of the leakage probes).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,12 @@ CORPUS_MIN_QUESTIONS = {"personas": 56, "conversations": 20, "agent_work": 36}
 MIN_SESSIONS, MIN_TURNS = 15, 300
 MATCHES = ("any", "all")  # any target is a hit / every target is evidence (scored as a share)
 SPLITS = ("dev", "test")
+# How the turns reach Atlas (``eval_recall --paths``): ``sessions``, each with its session id
+# and its date (an integrator that sends both); ``dated``, its date only (Atlas infers the
+# sessions from the gaps); ``text``, the text only: no session, no date, so each turn is
+# dated by its arrival (one second apart, just before the corpus's ``now``) and Atlas infers
+# the sessions. Facts and playbooks keep their dates on every path.
+PATHS = ("sessions", "dated", "text")
 CORPUS_FACT_TYPES = (
     "preference",
     "profile",
@@ -513,10 +520,12 @@ def load_run(
     foreign: Persona,
     suffix: str | None = None,
     statistics_scope: str = "tenant",
+    path: str = "sessions",
 ) -> LoadedRun:
     """A fresh tenant with one user per persona (memories written with the corpus's times) and
     the catalog, plus a foreign tenant whose one user holds ``foreign``'s memories.
-    ``statistics_scope``: the main tenant's (``Tenant.statistics_scope``)."""
+    ``statistics_scope``: the main tenant's (``Tenant.statistics_scope``); ``path``: how the
+    turns are sent (``PATHS``)."""
     import time
 
     from memory.public import catalog_doc_id, catalog_import
@@ -536,10 +545,10 @@ def load_run(
     users = {}
     for persona, user in zip(personas, main.users, strict=True):
         mark = time.perf_counter()
-        users[persona.persona] = load_persona(persona, user)
+        users[persona.persona] = load_persona(persona, user, path)
         timings[f"load_{persona.persona}_s"] = round(time.perf_counter() - mark, 2)
     mark = time.perf_counter()
-    foreign_user = load_persona(foreign, other.users[0])
+    foreign_user = load_persona(foreign, other.users[0], path)
     timings["load_foreign_s"] = round(time.perf_counter() - mark, 2)
     catalog_ids: dict[str, str] = {}
     if catalog:
@@ -565,8 +574,9 @@ def load_run(
     )
 
 
-def load_persona(persona: Persona, user: Any) -> LoadedUser:
-    """The persona's memories as ``user``'s, with the corpus's times.
+def load_persona(persona: Persona, user: Any, path: str = "sessions") -> LoadedUser:
+    """The persona's memories as ``user``'s, with the corpus's times (turns as ``path`` sends
+    them: ``PATHS``).
 
     Episodes (as turns) go in first through ``memory_import``, then plain facts (citing them)
     and playbooks; every superseding fact goes through ``memory_write`` in time order, with its
@@ -580,8 +590,9 @@ def load_persona(persona: Persona, user: Any) -> LoadedUser:
     others = [m for m in plain if m.type == "semantic"] + [
         m for m in plain if m.type == "procedural"
     ]
+    sent = _sent_turns(episodes, path, persona.now)
     for batch in (episodes, others):
-        items = [_imported(m, loaded.key_to_id) for m in batch]
+        items = [sent.get(m.key) or _imported(m, loaded.key_to_id) for m in batch]
         docs = memory_import(user=user, memories=items) if items else []
         loaded.key_to_id.update((m.key, d.id) for m, d in zip(batch, docs, strict=True))
     superseding = sorted(
@@ -604,6 +615,23 @@ def load_persona(persona: Persona, user: Any) -> LoadedUser:
         )
         loaded.key_to_id[memory.key] = doc.id
     return loaded
+
+
+def _sent_turns(episodes: list[Memory], path: str, now: datetime) -> dict[str, Any]:
+    """The turns as ``path`` sends them, by key (empty for ``sessions``: as in the corpus)."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(PATHS)}")
+    if path == "sessions":
+        return {}
+    ordered = sorted(episodes, key=lambda m: m.timestamp)
+    out = {}
+    for n, memory in enumerate(ordered):
+        arrival = now - timedelta(seconds=len(ordered) - n)
+        item = _imported(memory, {})
+        out[memory.key] = dataclasses.replace(
+            item, session_id=None, timestamp=arrival if path == "text" else item.timestamp
+        )
+    return out
 
 
 def _imported(memory: Memory, ids: dict[str, str]) -> Any:

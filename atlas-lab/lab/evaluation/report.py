@@ -47,6 +47,27 @@ def tables(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def path_table(paths: dict[str, dict[str, Any]]) -> list[str]:
+    """The full pipeline per corpus (and corpus/kind) on each path, side by side."""
+    names = list(paths)
+    out = ["paths side by side (full pipeline): R@5 / R@10 / MRR"]
+    out.append(f"  {'':<30}" + "".join(f"{n:>24}" for n in names))
+    rows = list(next(iter(paths.values()))["per_corpus"])
+    rows += list(next(iter(paths.values()))["per_corpus_kind"])
+    for row in rows:
+        cells = []
+        for name in names:
+            figures = paths[name]["per_corpus"].get(row) or paths[name]["per_corpus_kind"].get(row)
+            cells.append(
+                f"{figures['r@5']:.3f} / {figures['r@10']:.3f} / {figures['mrr']:.3f}"
+                if figures
+                else "-"
+            )
+        out.append(f"  {row:<30}" + "".join(f"{c:>24}" for c in cells))
+    out.append("  leaks" + " " * 25 + "".join(f"{paths[n]['leaks']:>24}" for n in names))
+    return out
+
+
 def overlap_tables(overlap: dict[str, Any]) -> list[str]:
     o = overlap["overall"]
     out = [f"question/target lexical overlap: mean {o['mean']} median {o['median']} max {o['max']}"]

@@ -52,7 +52,7 @@ def ensure_ready(conn: Connection, *, dims: int) -> None:
 # every existing memory index (a strict mapping refuses a document with a field it lacks).
 # ``context`` / ``context_ids``: a turn's lexical context (memory.services.turn_context).
 # ``project``: the project a memory was written from (recall's project filter).
-ADDED_FIELDS = ("context", "context_ids", "project")
+ADDED_FIELDS = ("context", "context_ids", "project", "session_inferred")
 BACKFILL_PAGE = 500
 
 

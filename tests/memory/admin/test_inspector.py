@@ -87,6 +87,17 @@ def test_memories_are_listed_by_type_with_filters(seeded, alice, acme_client):
     assert "Bristol" not in current and "lives in Edinburgh" in current
 
 
+def test_a_turns_session_shows_and_says_when_it_was_inferred(store, alice, acme_client):
+    inferred = memory_turn_record(user=alice, text="sent as text only").episode
+    memory_turn_record(user=alice, text="sent with its session", session_id="chat-1")
+
+    page = acme_client.get(url("memories", alice), {"type": "episodic"}).content.decode()
+
+    assert f'<span class="atlas-session">{inferred.session_id}</span>' in page
+    assert page.count("(inferred)") == 1
+    assert '<span class="atlas-session">chat-1</span></td>' in page
+
+
 def test_the_time_filter_bounds_when_memories_were_stored(seeded, alice, acme_client):
     today = seeded["new"].created_at.date()
 
@@ -134,9 +145,11 @@ def test_search_runs_a_real_recall_as_the_user_and_shows_how(seeded, alice, acme
     assert result.legs == ["lexical", "dense"] and "lexical, dense" in page
     assert result.hits and "keeps dropping wifi" in page
     top = result.hits[0]
-    assert set(top.leg_ranks) <= {"lexical", "dense"} and top.leg_ranks
-    assert set(top.leg_scores) == set(top.leg_ranks)
-    for leg, rank in top.leg_ranks.items():  # each leg's own score, never a rounded 0.000
+    # The two turns share an inferred session, so the spread may lend too ("session").
+    searched = {leg: rank for leg, rank in top.leg_ranks.items() if leg != "session"}
+    assert set(top.leg_ranks) <= {"lexical", "dense", "session"} and searched
+    assert set(searched) <= set(top.leg_scores)
+    for leg, rank in searched.items():  # each leg's own score, never a rounded 0.000
         assert top.leg_scores[leg] > 0
         assert f'<td class="leg-{leg}">{rank} ({top.leg_scores[leg]:.4g})</td>' in page
     assert 'id="reranked">no<' in page  # no reranker configured: the fused order stands

@@ -52,6 +52,7 @@ def test_a_document_round_trips_with_every_field(env, tenant):
         version=3,
         context="the turn before",
         context_ids=["t0"],
+        session_inferred=True,
     )
     env.backend.write([doc])
 

@@ -6,9 +6,10 @@ For each size: loads a synthetic user with that many memories (bulk, embeddings 
 then times ``--writes`` single writes through ``memory_write`` (embedding included),
 ``--turns`` conversation turns through ``memory_turn_record`` (each in a session that has
 turns already: the write reads the session's previous turn for its lexical context, then
-recalls) and ``--recalls`` recalls through ``memory_recall`` (with and without the reranker
-when one is configured). The bulk-loaded episodes are turns of sessions of about 20. Prints a
-table and writes JSON. Figures, not assertions: machines are noisy.
+recalls; then as many sent as text only, whose session is inferred) and ``--recalls`` recalls
+through ``memory_recall`` (with and without the reranker when one is configured), turns and
+recalls with their process CPU time too. The bulk-loaded episodes are turns of sessions of
+about 20. Prints a table and writes JSON. Figures, not assertions: machines are noisy.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def synthetic_text(rng: random.Random) -> str:
         f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} "
         f"on day {rng.randint(1, 365)} (ref {rng.getrandbits(24):06x})"
     )
+
+
+def cpu(run: dict[str, Any], name: str) -> Any:
+    """The p50 of figure ``name`` of ``run``, or "-" when it was not measured."""
+    return (run.get(name) or {}).get("p50", "-")
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:
@@ -175,14 +181,23 @@ class Command(BaseCommand):
                 memory_type=rng.choice(["semantic", "procedural"]),
             )
             writes.append((time.perf_counter() - mark) * 1000)
-        turns = []
+        turns, turn_cpu = [], []
         sessions = max(1, size // SESSION_TURNS)
         for _ in range(options["turns"]):
-            mark = time.perf_counter()
+            mark, cpu = time.perf_counter(), time.process_time()
             memory_turn_record(
                 user=user, text=synthetic_text(rng), session_id=f"s{rng.randrange(sessions)}"
             )
             turns.append((time.perf_counter() - mark) * 1000)
+            turn_cpu.append((time.process_time() - cpu) * 1000)
+        # Turns sent as text only (no session_id): the session is inferred (memory.services.
+        # sessions), the previous turn read for the lexical context, then the recall.
+        text_turns, text_turn_cpu = [], []
+        for _ in range(options["turns"]):
+            mark, cpu = time.perf_counter(), time.process_time()
+            memory_turn_record(user=user, text=synthetic_text(rng))
+            text_turns.append((time.perf_counter() - mark) * 1000)
+            text_turn_cpu.append((time.process_time() - cpu) * 1000)
         # The read a turn write adds for its lexical context, alone (memory.services.turn_context).
         lookups = []
         for _ in range(options["turns"] * 4):
@@ -195,12 +210,13 @@ class Command(BaseCommand):
             f"what did {rng.choice(SUBJECTS)} do with {rng.choice(OBJECTS)}?"
             for _ in range(options["recalls"])
         ]
-        plain, with_rerank = [], []
+        plain, with_rerank, recall_cpu = [], [], []
         mark_all = time.perf_counter()
         for query in queries:
-            mark = time.perf_counter()
+            mark, cpu = time.perf_counter(), time.process_time()
             memory_recall(user=user, query=query, k=10, plan=RecallPlan(rerank=False))
             plain.append((time.perf_counter() - mark) * 1000)
+            recall_cpu.append((time.process_time() - cpu) * 1000)
         per_second = len(queries) / (time.perf_counter() - mark_all)
         if settings.ATLAS_RERANKER != "none":
             for query in queries:
@@ -212,8 +228,12 @@ class Command(BaseCommand):
             "bulk_load_s": round(load_s, 1),
             "write_ms": percentiles(writes),
             "turn_ms": percentiles(turns) if turns else None,
+            "turn_cpu_ms": percentiles(turn_cpu) if turn_cpu else None,
+            "text_only_turn_ms": percentiles(text_turns) if text_turns else None,
+            "text_only_turn_cpu_ms": percentiles(text_turn_cpu) if text_turn_cpu else None,
             "previous_turn_read_ms": percentiles(lookups) if lookups else None,
             "recall_ms_no_rerank": percentiles(plain),
+            "recall_cpu_ms_no_rerank": percentiles(recall_cpu),
             "recall_ms_rerank": percentiles(with_rerank) if with_rerank else None,
             "recalls_per_second": round(per_second, 1),
             "rss_mb": rss_mb(),
@@ -244,9 +264,12 @@ class Command(BaseCommand):
         t = run["turn_ms"] or {"p50": "-", "p95": "-"}
         line = (
             f"{run['memories']:>7} memories | write p50 {w['p50']} p95 {w['p95']} ms | "
-            f"turn p50 {t['p50']} p95 {t['p95']} ms | "
+            f"turn p50 {t['p50']} p95 {t['p95']} ms (CPU p50 {cpu(run, 'turn_cpu_ms')}) | "
+            f"text-only turn p50 {cpu(run, 'text_only_turn_ms')} ms "
+            f"(CPU p50 {cpu(run, 'text_only_turn_cpu_ms')}) | "
             f"previous-turn read p50 {(run['previous_turn_read_ms'] or {}).get('p50', '-')} ms | "
-            f"recall p50 {r['p50']} p95 {r['p95']} p99 {r['p99']} ms | "
+            f"recall p50 {r['p50']} p95 {r['p95']} p99 {r['p99']} ms "
+            f"(CPU p50 {cpu(run, 'recall_cpu_ms_no_rerank')}) | "
             f"{run['recalls_per_second']} recalls/s"
         )
         if run["recall_ms_rerank"]:

@@ -28,9 +28,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from lab.evaluation.corpus import CORPORA, CORPUS_DIR, CorpusError, read_corpus
+from lab.evaluation.corpus import CORPORA, CORPUS_DIR, PATHS, CorpusError, read_corpus
 from lab.evaluation.overlap import overlap_report
-from lab.evaluation.report import overlap_tables, plot, tables
+from lab.evaluation.report import overlap_tables, path_table, plot, tables
 from lab.evaluation.runner import ABLATIONS
 from memory.public import DEFAULT_PLAN, resolve_plan
 
@@ -72,6 +72,13 @@ class Command(BaseCommand):
             help="ask each question this many days after the corpus's now (a server clock "
             "that has moved on since the history was recorded)",
         )
+        parser.add_argument(
+            "--paths",
+            default="sessions",
+            help=f"comma-separated subset of {', '.join(PATHS)}: how the turns are sent (with "
+            "session ids and dates / dates only / text only); each path is loaded and asked "
+            "on its own, shown side by side (the gates read the first)",
+        )
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--plot", dest="plot_path", default="")
         parser.add_argument("--gate-r10", type=float, default=0.85)
@@ -110,17 +117,28 @@ class Command(BaseCommand):
         if wanted and "full" not in wanted:
             wanted.insert(0, "full")  # the gates read the full pipeline
         options["ablation_list"] = [a for a in ABLATIONS if not wanted or a.name in wanted]
+        paths = list(dict.fromkeys(p.strip() for p in options["paths"].split(",") if p.strip()))
+        if not paths or set(paths) - set(PATHS):
+            raise CommandError(f"--paths takes {', '.join(PATHS)} (comma-separated).")
         saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
         try:
             self._use_backend(options["backend"])
             with self._private_store(keep=options["keep"]) as store_note:
-                report = self._evaluate(personas, catalog, options)
-                report["config"]["store"] = store_note
+                reports = {p: self._evaluate(personas, catalog, options, p) for p in paths}
+                for each in reports.values():
+                    each["config"]["store"] = store_note
         finally:  # the process (a test, a shell) keeps its own configuration
             for name, value in saved.items():
                 setattr(settings, name, value)
+        report = reports[paths[0]]
         report["overlap"] = overlap
-        self._write(tables(report))
+        for path, each in reports.items():
+            if len(reports) > 1:
+                self._write([f"== path {path} =="])
+            self._write(tables(each))
+        if len(reports) > 1:
+            report["paths"] = {p: _path_figures(r) for p, r in reports.items()}
+            self._write(path_table(report["paths"]))
         self._write(overlap_tables(overlap)[:1])
         if options["json_path"]:
             Path(options["json_path"]).parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +156,7 @@ class Command(BaseCommand):
             sys.exit(code)
 
     def _evaluate(
-        self, personas: list[Any], catalog: list[Any], options: dict[str, Any]
+        self, personas: list[Any], catalog: list[Any], options: dict[str, Any], path: str
     ) -> dict[str, Any]:
         from lab.evaluation.corpus import load_run
         from lab.evaluation.runner import evaluate
@@ -149,11 +167,14 @@ class Command(BaseCommand):
             personas,
             catalog,
             foreign=foreign,
-            suffix=self.suffix,
+            suffix=f"{self.suffix}-{path}",
             statistics_scope=options["statistics"],
+            path=path,
         )
         load_s = round(time.perf_counter() - started, 1)
-        self._write([f"loaded {len(personas)} persona(s) + foreign tenant in {load_s} s"])
+        self._write(
+            [f"loaded {len(personas)} persona(s) + foreign tenant in {load_s} s (path {path})"]
+        )
         mark = time.perf_counter()
         report = evaluate(
             run,
@@ -177,6 +198,8 @@ class Command(BaseCommand):
                 else "filter"  # the embedded backend filters in-process
             ),
             "split": options["split"],
+            "path": path,
+            "session_gap_s": settings.ATLAS_SESSION_GAP_S,
             "clock_offset_days": options["clock_offset_days"],
             "time_anchor": default.time_anchor,
             "turn_context": settings.ATLAS_TURN_CONTEXT,
@@ -312,6 +335,17 @@ def _drop_indices(prefix: str) -> None:
         client.indices.delete_index_template(name=f"{prefix}-*")
     with contextlib.suppress(Exception):
         client.cluster.delete_component_template(name=f"{prefix}-*")
+
+
+def _path_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """The full pipeline's figures of one path's run, per corpus and per corpus and kind."""
+    full = report["ablations"]["full"]
+    return {
+        "overall": full["overall"],
+        "per_corpus": full["per_corpus"],
+        "per_corpus_kind": full["per_corpus_kind"],
+        "leaks": report["leakage"]["leaks"],
+    }
 
 
 def _invalidate_keys(slug_prefix: str) -> None:

@@ -35,7 +35,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from lab.evaluation.corpus import load_run
         from lab.evaluation.sweep import Setting, Sweeper, coordinate_ascent
-        from memory.plans import DEFAULT_PLAN, resolve_plan
+        from memory.public import DEFAULT_PLAN, resolve_plan
 
         corpora = [c.strip() for c in options["corpora"].split(",") if c.strip()]
         if corpora == ["all"]:
