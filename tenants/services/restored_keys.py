@@ -12,7 +12,8 @@ from atlas_platform.cluster import get_cluster
 from tenants.models import CatalogKey, ClusterKey, ScopedKey, Tenant, User
 from tenants.services.audit import audit_record
 from tenants.services.catalog_keys import catalog_key_restore
-from tenants.services.scoped_keys import mark_invalidated, scoped_keys_restore
+from tenants.services.cluster_keys import mark_invalidated
+from tenants.services.scoped_keys import scoped_keys_restore
 
 LIVE = (ClusterKey.Status.ACTIVE, ClusterKey.Status.PENDING_INVALIDATION)
 
