@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memory.services.writes import memory_write
 from tenants.models import PlatformToken
 from tests.browser.test_first_hour import themed
 
@@ -93,6 +94,16 @@ def test_the_embedded_store_shows_no_keys_and_the_index_is_grouped(
     assert "scoped cluster key" not in page.inner_text("#content-main")
     assert page.locator("#id_isolation_mode").count() == 0
     shot(page, f"onboard-embedded-{theme}")
+
+    memory_write(user=alice, text="Alice prefers tea", memory_type="semantic")
+    page.goto(f"/admin/tenants/tenant/{acme.pk}/dashboard/")
+    assert page.locator("#panel-keys").count() == 0  # no keys on the embedded store
+    chart = page.locator("svg.atlas-chart").first.bounding_box()
+    panel = page.locator(".atlas-panel").first.bounding_box()
+    assert chart is not None and panel is not None
+    assert chart["width"] > 0.9 * panel["width"] - 20  # fills its panel, not ~380 px
+    assert page.locator("svg.atlas-chart line.grid").count() >= 3
+    shot(page, f"dashboard-embedded-{theme}")
 
     page.goto("/admin/tenants/operator/add/")
     assert page.input_value("#id_role") == "auditor"  # the least powerful role preselected

@@ -287,3 +287,16 @@ def test_charts_colour_states_by_meaning_and_follow_the_theme():
     assert "<text" in svg and all(
         'fill="currentColor"' in t for t in svg.split("<text")[1:]
     )  # labels take the theme's text colour (readable in dark mode)
+
+
+def test_charts_fill_their_panel_with_gridlines_and_no_dark_on_dark_series():
+    from tenants.admin import charts
+
+    svg = charts.stacked_bars("Keys by age", ["a", "b"], {"keys": [4, 8]})
+
+    assert svg.count('class="grid"') == charts.GRID_STEPS - 1  # gridlines at quarters
+    assert ">2<" in svg and ">4<" in svg and ">6<" in svg  # each labelled with its value
+    assert "#417690" not in svg  # the admin's dark blue sank into the dark theme
+    small = charts.stacked_bars("One", ["a"], {"n": [1]})
+    assert ">0.25<" in small and ">0.5<" in small and ">0.75<" in small
+    assert 'viewBox="0 0' in svg
