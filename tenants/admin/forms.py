@@ -216,11 +216,8 @@ class OperatorAddForm(ScopedForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.scope.is_platform_admin:
-            self.fields["role"].choices = [  # type: ignore[attr-defined]
-                c
-                for c in self.fields["role"].choices
-                if c[0] != Operator.Role.PLATFORM_ADMIN  # type: ignore[attr-defined]
-            ]
+            role: Any = self.fields["role"]
+            role.choices = [c for c in role.choices if c[0] != Operator.Role.PLATFORM_ADMIN]
             self.fields["tenant"].required = True
 
     def clean(self) -> dict[str, Any]:

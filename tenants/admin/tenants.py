@@ -117,6 +117,7 @@ class TenantAdmin(ScopedModelAdmin):
             "opts": self.opts,
             "title": f"{tenant.name}: dashboard",
             "tenant": tenant,
+            "isolation": isolation_badge(tenant),
             "panels": dashboard_panels(request, tenant),
         }
         return TemplateResponse(request, "admin/atlas/dashboard.html", context)

@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, URLResolver, path, reverse
+from django.urls import URLPattern, path, reverse
 
 from atlas_platform.cluster import get_cluster
 from tenants.admin.base import ScopedModelAdmin
@@ -111,7 +111,7 @@ class PlatformTokenAdmin(ScopedModelAdmin):
         agent = [f"agent {token.agent_slug}"] if token.agent_slug else []
         return ", ".join([*token.rights, *agent])
 
-    def get_urls(self) -> list[URLPattern | URLResolver]:
+    def get_urls(self) -> list[URLPattern]:
         issued = path(
             "<int:pk>/issued/",
             self.admin_site.admin_view(self.issued_view),

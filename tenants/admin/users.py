@@ -88,7 +88,7 @@ class UserAdmin(ScopedModelAdmin):
 
     # Keys come with a search cluster: without one (the embedded store) no key column, action
     # or inline is shown, since none could work.
-    def get_list_display(self, request: HttpRequest) -> Sequence[Any]:
+    def get_list_display(self, request: HttpRequest) -> Any:
         shown = list(super().get_list_display(request))
         return shown if keys_apply() else [c for c in shown if c not in KEY_COLUMNS]
 

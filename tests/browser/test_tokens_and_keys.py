@@ -98,6 +98,7 @@ def test_the_embedded_store_shows_no_keys_and_the_index_is_grouped(
     memory_write(user=alice, text="Alice prefers tea", memory_type="semantic")
     page.goto(f"/admin/tenants/tenant/{acme.pk}/dashboard/")
     assert page.locator("#panel-keys").count() == 0  # no keys on the embedded store
+    assert "isolation filter (embedded store)" in page.inner_text("#content-main")
     chart = page.locator("svg.atlas-chart").first.bounding_box()
     panel = page.locator(".atlas-panel").first.bounding_box()
     assert chart is not None and panel is not None
