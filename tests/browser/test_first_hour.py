@@ -1,7 +1,8 @@
 """The pages a new operator meets in the first hour, in Chromium, light and dark: the user page's
 MCP snippets (copy buttons that copy), the embedded default's dashboard (no key panel: no
 warning nobody can fix), the erasure confirmation (counts, no texts) and the confirmations
-before suspending a tenant and revoking tokens. Screenshots per theme under var/test-artifacts/browser/."""
+before suspending a tenant and revoking tokens. Screenshots per theme under
+var/test-artifacts/browser/."""
 
 from __future__ import annotations
 
