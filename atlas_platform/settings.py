@@ -207,9 +207,9 @@ ATLAS_TOKEN_LAST_USED_RESOLUTION_S = env.int("ATLAS_TOKEN_LAST_USED_RESOLUTION_S
 # the cluster still refuses a rotated or invalidated key, and the read then renews it. 0: read
 # the key row on every request.
 ATLAS_SCOPED_KEY_CACHE_S = env.float("ATLAS_SCOPED_KEY_CACHE_S", default=60.0)
-ATLAS_KEY_ROTATION_DAYS_DEFAULT = env.int("ATLAS_KEY_ROTATION_DAYS_DEFAULT", default=90)
 # Scoped cluster keys expire after this many days; tenants.scoped_keys_renew (beat, hourly)
-# rotates every key within ATLAS_SCOPED_KEY_RENEW_DAYS of its expiry.
+# rotates every key within ATLAS_SCOPED_KEY_RENEW_DAYS of its expiry. The one source of a key's
+# lifetime: the admin's user list and dashboard show these (tenants.selectors.key_lifetime).
 ATLAS_SCOPED_KEY_TTL_DAYS = env.float("ATLAS_SCOPED_KEY_TTL_DAYS", default=7.0)
 ATLAS_SCOPED_KEY_RENEW_DAYS = env.float("ATLAS_SCOPED_KEY_RENEW_DAYS", default=2.0)
 # The deployment's id, stamped into its indices' metadata (empty: the id the database keeps,

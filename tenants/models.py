@@ -96,9 +96,6 @@ class Tenant(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Facts the model is less sure of than this (0..1) are dropped.",
     )
-    key_rotation_days = models.PositiveIntegerField(
-        default=90, help_text="Scoped keys older than this show as stale on the dashboard."
-    )
     auto_provision_users = models.BooleanField(
         default=False,
         help_text=(
@@ -256,6 +253,9 @@ class PlatformToken(models.Model):
     allow_catalog = models.BooleanField(default=False)
     # Tenant tokens only: may create, list, disable and enable the tenant's users (/api/v1/users).
     allow_provisioning = models.BooleanField(default=False)
+    # Tenant tokens only: may export any user of the tenant (GET /users/{id}/export). A user
+    # token always exports its own user (the right of access); no other token exports anyone.
+    allow_export = models.BooleanField(default=False)
     # Set: the token acts as this agent (a slug of the token's user's agents, app ``agents``);
     # a plain field so tenants never imports the app above it.
     agent_slug = models.CharField(max_length=50, blank=True, default="")
@@ -273,6 +273,18 @@ class PlatformToken(models.Model):
     @property
     def scope(self) -> str:
         return "user" if self.user_id else "tenant"
+
+    @property
+    def rights(self) -> list[str]:
+        """What the token may do, in words (the admin's token list shows and filters them)."""
+        if self.user_id:
+            return ["own user's memories", "own user's export"]
+        granted = [
+            ("catalog", self.allow_catalog),
+            ("provisioning", self.allow_provisioning),
+            ("export", self.allow_export),
+        ]
+        return ["any user's memories", *(name for name, on in granted if on)]
 
     @property
     def is_expired(self) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import NoReturn
 
+from django.conf import settings
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, PermissionDenied, ValidationError
@@ -116,6 +117,35 @@ class KeyStatus:
         return f"{self.state}, {self.age.days} d old"
 
 
+@dataclass(frozen=True)
+class KeyLifetime:
+    """How long a scoped key lives: the deployment's settings, the one source shown everywhere
+    (``ATLAS_SCOPED_KEY_TTL_DAYS``, ``ATLAS_SCOPED_KEY_RENEW_DAYS``)."""
+
+    ttl_days: float
+    renew_days: float
+
+    @property
+    def renew_after(self) -> timedelta:
+        """A key older than this is due: the hourly beat renews it (older still: overdue)."""
+        return timedelta(days=self.ttl_days - self.renew_days)
+
+    @property
+    def label(self) -> str:
+        return (
+            f"keys expire after {self.ttl_days:g} days and are renewed hourly from "
+            f"{self.ttl_days - self.renew_days:g} days of age"
+        )
+
+
+def key_lifetime() -> KeyLifetime:
+    return KeyLifetime(settings.ATLAS_SCOPED_KEY_TTL_DAYS, settings.ATLAS_SCOPED_KEY_RENEW_DAYS)
+
+
+# An hour of slack past the renewal age before a key shows as stale: the beat runs hourly.
+RENEWAL_SLACK = timedelta(hours=1)
+
+
 def user_key_status(*, user: User) -> KeyStatus:
     """Key health from the user's prefetched keys (no extra queries when prefetched)."""
     keys = list(user.scoped_keys.all())
@@ -127,8 +157,8 @@ def user_key_status(*, user: User) -> KeyStatus:
     rotated = active.created_at.isoformat(timespec="minutes") if active.rotated_from_id else None
     if pending:
         state = "pending_invalidation"
-    elif age > timedelta(days=user.tenant.key_rotation_days):
-        state = "stale"
+    elif age > key_lifetime().renew_after + RENEWAL_SLACK:
+        state = "stale"  # the renewal is overdue (beat not running, or the cluster refused)
     else:
         state = "active"
     return KeyStatus(state, age, rotated, active.key_id)
@@ -136,7 +166,7 @@ def user_key_status(*, user: User) -> KeyStatus:
 
 def tenant_key_ages(*, tenant: Tenant) -> list[tuple[User, KeyStatus]]:
     """Every user of the tenant with their key's health, oldest key first (missing keys last);
-    ``stale`` means older than the tenant's ``key_rotation_days``. Two queries."""
+    ``stale`` means its renewal is overdue (``key_lifetime``). Two queries."""
     users = User.objects.filter(tenant=tenant).select_related("tenant")
     rows = [(user, user_key_status(user=user)) for user in users.prefetch_related("scoped_keys")]
     return sorted(rows, key=lambda row: -(row[1].age or timedelta(-1)).total_seconds())

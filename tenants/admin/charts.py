@@ -11,13 +11,15 @@ from collections.abc import Mapping, Sequence
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-PALETTE = ("#417690", "#79aec8", "#e0a43a", "#6b8e23", "#ba2121", "#8a6bbe")
+# Mid-tone colours: each stands out on the admin's light and dark backgrounds alike (the
+# admin's own dark blue, #417690, sank into the dark theme).
+PALETTE = ("#3d8fd1", "#79aec8", "#e0a43a", "#7fa832", "#d9534f", "#9b7fd4")
 # Series that name a state keep the colour the state means, whatever their order.
 STATE_COLOURS = {
     "done": "#2e7d32",
     "succeeded": "#2e7d32",
     "failed": "#ba2121",
-    "running": "#417690",
+    "running": "#3d8fd1",
     "pending": "#9e9e9e",
     "queued": "#9e9e9e",
     "skipped": "#e0a43a",
@@ -29,11 +31,39 @@ def colour(n: int, name: str = "") -> str:
     return STATE_COLOURS.get(name, PALETTE[n % len(PALETTE)])
 
 
+GRID_STEPS = 4  # horizontal gridlines (with their values) between 0 and the maximum
+
+
+def _grid(maximum: float, unit: str) -> SafeString:
+    """Gridlines across the plot at quarters of the maximum, each labelled on the axis."""
+    plot = HEIGHT - PAD_BOTTOM - PAD_TOP
+    rows = []
+    for step in range(1, GRID_STEPS):
+        y = HEIGHT - PAD_BOTTOM - plot * step / GRID_STEPS
+        rows.append(
+            format_html(
+                '<line class="grid" x1="{}" y1="{}" x2="{}" y2="{}" stroke="currentColor" '
+                'stroke-opacity="0.15"/><text x="{}" y="{}" font-size="10" text-anchor="end" '
+                'fill="currentColor">{}{}</text>',
+                PAD_LEFT,
+                _f(y),
+                WIDTH,
+                _f(y),
+                PAD_LEFT - 4,
+                _f(y + 3),
+                _grid_number(maximum * step / GRID_STEPS),
+                unit,
+            )
+        )
+    return SafeString("".join(rows))  # each row built by format_html above
+
+
 def _frame(label: str, body: SafeString, maximum: float, unit: str) -> SafeString:
     axis = format_html(
         '<text x="{}" y="{}" font-size="10" text-anchor="end" fill="currentColor">{}{}</text>'
         '<text x="{}" y="{}" font-size="10" text-anchor="end" fill="currentColor">0</text>'
-        '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"/>',
+        '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"/>'
+        '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"/>{}',
         PAD_LEFT - 4,
         PAD_TOP + 8,
         _number(maximum),
@@ -44,6 +74,11 @@ def _frame(label: str, body: SafeString, maximum: float, unit: str) -> SafeStrin
         HEIGHT - PAD_BOTTOM,
         WIDTH,
         HEIGHT - PAD_BOTTOM,
+        PAD_LEFT,
+        PAD_TOP,
+        PAD_LEFT,
+        HEIGHT - PAD_BOTTOM,
+        _grid(maximum, unit) if maximum > 0 else "",
     )
     title = format_html(
         '<text x="{}" y="14" font-size="12" font-weight="bold" fill="currentColor">{}</text>',
@@ -177,6 +212,11 @@ def _legend(names: list[str]) -> SafeString:
 
 def _f(value: float) -> str:
     return f"{value:.1f}"
+
+
+def _grid_number(value: float) -> str:
+    """A gridline's value, exact to two decimals (a quarter of 1 is 0.25, not 0.2)."""
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def _number(value: float) -> str:

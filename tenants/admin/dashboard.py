@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.http import HttpRequest
 from django.template.loader import render_to_string
@@ -20,7 +19,7 @@ from django.utils.safestring import SafeString
 from atlas_platform.cluster import get_cluster
 from tenants.admin import charts
 from tenants.models import Tenant
-from tenants.selectors import tenant_key_ages
+from tenants.selectors import key_lifetime, tenant_key_ages
 
 KEY_ROWS = 50
 
@@ -40,26 +39,29 @@ def render_panel(template: str, **context: object) -> SafeString:
     return SafeString(render_to_string(f"admin/atlas/panels/{template}", context))
 
 
-def key_ages_panel(request: HttpRequest, tenant: Tenant) -> Panel:
-    policy = tenant.key_rotation_days
-    title = f"Scoped key ages (rotation policy: {policy} days)"
-    if get_cluster() is None:  # the embedded default: there is no key to make or rotate
-        return Panel("keys", title, render_panel("keys.html", no_cluster=True, policy=policy))
+def key_ages_panel(request: HttpRequest, tenant: Tenant) -> Panel | None:
+    """Scoped keys by age against their real lifetime (``key_lifetime``); no panel without a
+    cluster (the embedded store has no keys to show)."""
+    if get_cluster() is None:
+        return None
+    lifetime = key_lifetime()
+    title = f"Scoped key ages ({lifetime.label})"
     rows = tenant_key_ages(tenant=tenant)
+    due = lifetime.renew_after
     groups = {
-        f"< {policy // 2} d": 0,
-        f"{policy // 2}-{policy} d": 0,
-        f"> {policy} d (rotate)": 0,
+        f"< {due.days} d": 0,
+        f"{due.days}-{lifetime.ttl_days:g} d (renewing)": 0,
+        "renewal overdue": 0,
         "no key": 0,
     }
     names = list(groups)
     for _, status in rows:
         if status.age is None:
             groups[names[3]] += 1
-        elif status.age > timedelta(days=policy):
+        elif status.state == "stale":
             groups[names[2]] += 1
         else:
-            groups[names[0] if status.age < timedelta(days=policy / 2) else names[1]] += 1
+            groups[names[0] if status.age < due else names[1]] += 1
     chart = charts.stacked_bars("Keys by age", names, {"keys": list(groups.values())})
     # Only a cluster-enforced tenant's reads need a key: elsewhere a missing one is no fault.
     needs = (
@@ -69,7 +71,7 @@ def key_ages_panel(request: HttpRequest, tenant: Tenant) -> Panel:
     )
     overdue = [row for row in rows if row[1].state in needs]
     body = render_panel(
-        "keys.html", rows=rows[:KEY_ROWS], policy=policy, chart=chart, overdue=len(overdue)
+        "keys.html", rows=rows[:KEY_ROWS], lifetime=lifetime, chart=chart, overdue=len(overdue)
     )
     return Panel("keys", title, body)
 

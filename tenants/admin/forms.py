@@ -36,8 +36,43 @@ class TenantOnboardForm(ScopedForm):
         label="Initial users",
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="External ids, one per line. Each gets a scoped cluster key.",
+        help_text="External ids, one per line.",
     )
+    isolation_mode = forms.ChoiceField(
+        label="Isolation",
+        choices=Tenant.IsolationMode.choices,
+        required=False,  # not sent: the strongest the cluster offers
+        help_text="dls: the search cluster itself keeps each user's memories apart (a scoped "
+        "key per user, renewed automatically). filter: Atlas's own query filters do.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cluster = get_cluster()
+        if cluster is None:  # the embedded store: filter is the only mode, nothing to choose
+            del self.fields["isolation_mode"]
+            self.no_cluster_note = (
+                "No search cluster is configured: memories live in the embedded store, "
+                "isolated by Atlas's filters, and users need no keys. To move a tenant to "
+                "Elasticsearch with cluster-enforced isolation later, set ATLAS_ES_URL and run "
+                "manage.py memory_migrate <slug> (or the tenant page's Move memories to "
+                "Elasticsearch)."
+            )
+            return
+        self.no_cluster_note = ""
+        self.fields["users"].help_text += " Each gets a scoped cluster key."
+        try:
+            dls = cluster.dls_available()
+        except AtlasError:  # the cluster is down: onboarding itself will say so
+            dls = False
+        self.fields["isolation_mode"].initial = "dls" if dls else "filter"
+        if not dls:
+            self.fields["isolation_mode"].choices = [  # type: ignore[attr-defined]
+                c for c in Tenant.IsolationMode.choices if c[0] != "dls"
+            ]
+            self.fields[
+                "isolation_mode"
+            ].help_text += " This cluster has no document-level security (licence), so filter only."
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -79,8 +114,11 @@ class UserAddForm(ScopedForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Ticked only where it can work: without a cluster there is no key to make.
-        self.fields["provision_key"].initial = get_cluster() is not None
+        # Offered only where it can work: without a cluster there is no key to make.
+        if get_cluster() is None:
+            del self.fields["provision_key"]
+        else:
+            self.fields["provision_key"].initial = True
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -90,10 +128,23 @@ class UserAddForm(ScopedForm):
         return data
 
 
+class TenantUserSelect(forms.Select):
+    """A user select whose options carry their tenant (``data-tenant``): the form's script shows
+    only the chosen tenant's users."""
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option: dict[str, Any] = super().create_option(name, value, *args, **kwargs)
+        instance = getattr(value, "instance", None)
+        if instance is not None:
+            option["attrs"]["data-tenant"] = str(instance.tenant_id)
+        return option
+
+
 class TokenIssueForm(ScopedForm):
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
     user = forms.ModelChoiceField(
         queryset=User.objects.none(),
+        widget=TenantUserSelect,
         required=False,
         help_text="Leave empty for a tenant token that may act for any user of the tenant.",
     )
@@ -113,6 +164,20 @@ class TokenIssueForm(ScopedForm):
         required=False,
         help_text="Tenant tokens only: may create, list, disable and enable users (/api/v1/users).",
     )
+    allow_export = forms.BooleanField(
+        required=False,
+        help_text="Tenant tokens only: may export any user's whole record "
+        "(/api/v1/users/{id}/export). A user token always exports its own user.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tenant = (
+            self.data.get("tenant") or self.initial.get("tenant") or self.fields["tenant"].initial
+        )
+        if str(tenant).isdigit() and len(str(tenant)) < 10:  # the tenant picked (or the only one)
+            users = self.fields["user"].queryset.filter(tenant_id=int(tenant))  # type: ignore[attr-defined]
+            self.fields["user"].queryset = users  # type: ignore[attr-defined]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -123,6 +188,10 @@ class TokenIssueForm(ScopedForm):
             self.add_error("allow_catalog", "Only tenant tokens may edit the catalog.")
         if user and data.get("allow_provisioning"):
             self.add_error("allow_provisioning", "Only tenant tokens may provision users.")
+        if user and data.get("allow_export"):
+            self.add_error(
+                "allow_export", "A user token exports its own user only; leave this off."
+            )
         expires_at = data.get("expires_at")
         if expires_at and expires_at <= timezone.now():
             self.add_error("expires_at", "The expiry must be in the future.")
@@ -135,15 +204,20 @@ class OperatorAddForm(ScopedForm):
     username = forms.CharField(max_length=150)
     email = forms.EmailField(required=False)
     password = forms.CharField(widget=forms.PasswordInput)
-    role = forms.ChoiceField(choices=Operator.Role.choices)
+    # Least powerful first and preselected: more power is a deliberate choice.
+    role = forms.ChoiceField(
+        choices=[(r.value, r.label) for r in reversed(Operator.Role)],
+        initial=Operator.Role.AUDITOR,
+        help_text="Auditor: reads everything of its tenant, changes nothing. Tenant admin: "
+        "runs its tenant. Platform admin: every tenant and the deployment.",
+    )
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.scope.is_platform_admin:
-            self.fields["role"].choices = [  # type: ignore[attr-defined]
-                c for c in Operator.Role.choices if c[0] != Operator.Role.PLATFORM_ADMIN
-            ]
+            role: Any = self.fields["role"]
+            role.choices = [c for c in role.choices if c[0] != Operator.Role.PLATFORM_ADMIN]
             self.fields["tenant"].required = True
 
     def clean(self) -> dict[str, Any]:

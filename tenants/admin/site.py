@@ -19,11 +19,37 @@ from tenants.services.audit import audit_read
 MAX_DASHBOARD_LINKS = 20
 ACCOUNTS = "Operator accounts"  # Django's users: who signs in here (the memory subjects: End users)
 
+# The index and the sidebar, grouped by what operators do (app label, model name) -> section;
+# an app's model not named here goes by its app label alone (its app's section), then "Other".
+SECTIONS = (
+    "Tenants and people",
+    "Memory",
+    "Erasure",
+    "Audit",
+    "Agents and knowledge",
+    "Other",
+)
+SECTION_OF = {
+    ("tenants", "Tenant"): "Tenants and people",
+    ("tenants", "User"): "Tenants and people",
+    ("tenants", "Operator"): "Tenants and people",
+    ("tenants", "PlatformToken"): "Tenants and people",
+    ("tenants", "ScopedKey"): "Tenants and people",
+    ("auth", "User"): "Tenants and people",
+    ("tenants", "AuditEvent"): "Audit",
+    ("consolidation", None): "Memory",
+    ("erasure", None): "Erasure",
+    ("agents", None): "Agents and knowledge",
+    ("knowledge", None): "Agents and knowledge",
+}
+# Order inside "Tenants and people": what an operator reaches for first.
+MODEL_ORDER = ["Tenant", "User", "Operator", "PlatformToken", "ScopedKey"]
+
 
 class AtlasAdminSite(admin.AdminSite):
     site_header = "Atlas administration"
     site_title = "Atlas"
-    index_title = "Tenants, users, tokens and audit"
+    index_title = "Tenants, end users, memory, erasure and audit"
     site_url = None  # Atlas has no public site: no "View site" link to a 404
 
     def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
@@ -78,7 +104,8 @@ class AtlasAdminSite(admin.AdminSite):
         return [redirect if getattr(u, "name", None) == "view_on_site" else u for u in urls]
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
-        """The apps, with a "Dashboards" section first (index and sidebar alike)."""
+        """The models grouped by what operators do (``SECTIONS``), with a "Dashboards" section
+        first (index and sidebar alike); an app's own index page stays Django's."""
         apps: list[Any] = super().get_app_list(request, app_label)
         for app in apps:  # Django's accounts are the operators' logins, not end users
             for model in app["models"]:
@@ -87,6 +114,7 @@ class AtlasAdminSite(admin.AdminSite):
         scope = request_scope(request)
         if app_label is not None or scope is None:
             return apps
+        apps = grouped(apps)
         links = [
             {
                 "name": f"{tenant.name}: dashboard",
@@ -101,6 +129,32 @@ class AtlasAdminSite(admin.AdminSite):
             return apps
         board = {"name": "Dashboards", "app_label": "dashboards", "app_url": links[0]["admin_url"]}
         return [{**board, "has_module_perms": True, "models": links}, *apps]
+
+
+def _section(app_label: str, model: dict[str, Any]) -> str:
+    name = model["object_name"]
+    return SECTION_OF.get((app_label, name)) or SECTION_OF.get((app_label, None)) or "Other"
+
+
+def grouped(apps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Django's app list regrouped into ``SECTIONS`` (empty sections left out)."""
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SECTIONS}
+    for app in apps:
+        for model in app["models"]:
+            rows[_section(app["app_label"], model)].append(model)
+    rank = {name: i for i, name in enumerate(MODEL_ORDER)}
+    rows["Tenants and people"].sort(key=lambda m: rank.get(m["object_name"], len(rank)))
+    return [
+        {
+            "name": name,
+            "app_label": name.lower().replace(" ", "-"),
+            "app_url": models[0]["admin_url"],
+            "has_module_perms": True,
+            "models": models,
+        }
+        for name, models in rows.items()
+        if models
+    ]
 
 
 site = AtlasAdminSite(name="admin")

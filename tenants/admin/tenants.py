@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from atlas_platform.cluster import get_cluster
 from tenants.admin.base import ScopedModelAdmin, extend_admin
 from tenants.admin.confirm import confirmation
 from tenants.admin.dashboard import dashboard_panels
@@ -36,6 +37,12 @@ from tenants.services.tenants import (
 
 
 def isolation_badge(tenant: Tenant) -> str:
+    if tenant.isolation_is_weaker and get_cluster() is None:  # the embedded store's one mode
+        return format_html(
+            '<span title="{}">filter (embedded store)</span>',
+            "To move to Elasticsearch with cluster-enforced isolation: set ATLAS_ES_URL, then "
+            f"manage.py memory_migrate {tenant.slug}.",
+        )
     if tenant.isolation_is_weaker:
         return format_html(
             '<span title="{}" style="color:#ba2121;font-weight:bold">filter (weaker)</span>',
@@ -110,6 +117,7 @@ class TenantAdmin(ScopedModelAdmin):
             "opts": self.opts,
             "title": f"{tenant.name}: dashboard",
             "tenant": tenant,
+            "isolation": isolation_badge(tenant),
             "panels": dashboard_panels(request, tenant),
         }
         return TemplateResponse(request, "admin/atlas/dashboard.html", context)
@@ -162,12 +170,13 @@ class TenantAdmin(ScopedModelAdmin):
             admin_email=data["admin_email"],
             admin_password=data["admin_password"],
             user_external_ids=data["users"],
+            isolation_mode=data.get("isolation_mode") or None,
         )
+        keys = f", {len(result.keys)} scoped keys" if get_cluster() is not None else ""
         self.message_user(
             request,
             f"Onboarded {result.tenant.name}: admin {data['admin_username']}, "
-            f"{len(result.users)} users, {len(result.keys)} scoped keys, "
-            f"isolation {result.tenant.isolation_mode}.",
+            f"{len(result.users)} users{keys}, isolation {result.tenant.isolation_mode}.",
             messages.SUCCESS,
         )
         return HttpResponseRedirect(reverse("admin:tenants_tenant_change", args=[result.tenant.pk]))

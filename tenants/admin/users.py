@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, reverse
 from django.utils.html import format_html
 
+from atlas_platform.cluster import get_cluster
 from atlas_platform.exceptions import AtlasError
 from tenants.admin.base import ReadOnlyInline, ScopedModelAdmin, extend_admin
 from tenants.admin.forms import UserAddForm
@@ -24,6 +25,8 @@ from tenants.services.legal_hold import user_legal_hold_place, user_legal_hold_r
 from tenants.services.scoped_keys import scoped_key_provision, scoped_key_rotate
 from tenants.services.users import user_create, user_set_status
 
+KEY_COLUMNS = ("key_status", "key_age", "last_rotation")
+KEY_ACTIONS = ("rotate_key", "provision_key")
 _KEY_COLOURS = {"active": "#107c10", "stale": "#b35c00", "pending_invalidation": "#ba2121"}
 # The site's own address as the operator reached it, while a change page renders.
 _base_url: ContextVar[str] = ContextVar("atlas_admin_base_url", default="http://127.0.0.1:8000/")
@@ -83,6 +86,22 @@ class UserAdmin(ScopedModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).prefetch_related("scoped_keys")
 
+    # Keys come with a search cluster: without one (the embedded store) no key column, action
+    # or inline is shown, since none could work.
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = list(super().get_list_display(request))
+        return shown if keys_apply() else [c for c in shown if c not in KEY_COLUMNS]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions: dict[str, Any] = super().get_actions(request)
+        if not keys_apply():
+            for name in KEY_ACTIONS:
+                actions.pop(name, None)
+        return actions
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> list[Any]:
+        return list(super().get_inlines(request, obj)) if keys_apply() else []
+
     def get_urls(self) -> list[URLPattern]:
         return [*(p for urls in USER_URLS for p in urls(self)), *super().get_urls()]
 
@@ -128,7 +147,7 @@ class UserAdmin(ScopedModelAdmin):
             display_name=data["display_name"],
         )
         self.message_user(request, f"Added user {user.external_id}.", messages.SUCCESS)
-        if data["provision_key"]:
+        if data.get("provision_key"):
             self._try(request, lambda: scoped_key_provision(user=user), "Key not provisioned")
         return HttpResponseRedirect(reverse("admin:tenants_user_change", args=[user.pk]))
 
@@ -209,6 +228,11 @@ class UserAdmin(ScopedModelAdmin):
             "Released the legal hold on",
             label=external_id,
         )
+
+
+def keys_apply() -> bool:
+    """Whether scoped keys exist in this deployment: only with a search cluster."""
+    return get_cluster() is not None
 
 
 def external_id(user: User) -> str:

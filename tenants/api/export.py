@@ -24,12 +24,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.utils.encoders import JSONEncoder
 
+from atlas_platform.exceptions import PermissionDenied
 from atlas_platform.openapi import READ_ERRORS, USER_ID, errors
 from atlas_platform.text import escape_surrogates
 from atlas_platform.views import UserApiView
 from tenants.exports import ExportSection, export_sections, in_batches, register_export
 from tenants.models import PlatformToken, ScopedKey, User
 from tenants.services.audit import audit_read
+from tenants.services.tokens import token_may_export
 
 logger = logging.getLogger(__name__)
 CHUNK_BYTES = 64 * 1024  # what the stream hands the server at a time
@@ -164,14 +166,21 @@ class UserExportView(UserApiView):
         operation_id="user_export",
         tags=["users"],
         parameters=[USER_ID],
-        responses={200: UserExportOut, **errors(*READ_ERRORS)},
+        responses={200: UserExportOut, **errors(*READ_ERRORS, 403)},
     )
     def get(self, request: Request, user_id: str) -> StreamingHttpResponse:
         """Everything Atlas holds about the user as one JSON document (the right of access
         that pairs with erasure): the user record, every personal memory (superseded facts
         too), forget and erasure requests, the agents' records and the knowledge graph,
         then the rows per section. Streamed; a body cut short by a failure mid-way lacks
-        its closing brace."""
+        its closing brace. A user token exports its own user; a tenant token needs the export
+        right (403 export_not_allowed)."""
+        if not token_may_export(token=self.token):
+            raise PermissionDenied(
+                "Exporting a user needs the user's own token or a tenant token issued with the "
+                "export right (admin: Platform tokens > Issue a token > Allow export).",
+                code="export_not_allowed",
+            )
         stream = user_export_stream(user=self.subject)
         audit_read(
             action="read.export",

@@ -29,6 +29,10 @@ class TokenOut(serializers.Serializer[Any]):
     )
     allow_catalog = serializers.BooleanField(help_text="May manage the tenant catalog.")
     allow_provisioning = serializers.BooleanField(help_text="May provision users (/users).")
+    allow_export = serializers.BooleanField(
+        help_text="May export any user of the tenant (/users/{id}/export); a user token "
+        "exports its own user whatever this says."
+    )
     expires_at = serializers.DateTimeField(allow_null=True)
     isolation_mode = serializers.CharField(help_text="dls | filter.")
 

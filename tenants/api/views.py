@@ -32,6 +32,7 @@ class TokenView(APIView):
                 "agent": token.agent_slug or None,
                 "allow_catalog": token.allow_catalog,
                 "allow_provisioning": token.allow_provisioning,
+                "allow_export": token.allow_export,
                 "expires_at": token.expires_at,
                 "isolation_mode": token.tenant.isolation_mode,
             }

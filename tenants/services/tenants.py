@@ -44,7 +44,6 @@ TUNABLE_FIELDS = (
     "consolidation_every_n_episodes",
     "consolidation_daily",
     "consolidation_confidence_floor",
-    "key_rotation_days",
     "auto_provision_users",
     "erasure_requires_second_operator",
     "episode_retention_days",
@@ -83,11 +82,14 @@ def tenant_onboard(
     admin_email: str = "",
     user_external_ids: Sequence[str] = (),
     statistics_scope: str = Tenant.StatisticsScope.TENANT,
+    isolation_mode: str | None = None,
 ) -> Onboarding:
-    """Create a tenant, its first tenant admin and its initial users (with scoped keys; a
-    cluster-enforced tenant also gets its catalog key). ``statistics_scope``: whose documents
-    score a user's lexical recall (``Tenant.statistics_scope``); a tenant born with it has
-    nothing to migrate, later changes take ``manage.py es_layout_migrate``.
+    """Create a tenant, its first tenant admin and its initial users (with scoped keys where a
+    cluster exists; a cluster-enforced tenant also gets its catalog key). ``statistics_scope``:
+    whose documents score a user's lexical recall (``Tenant.statistics_scope``); a tenant born
+    with it has nothing to migrate, later changes take ``manage.py es_layout_migrate``.
+    ``isolation_mode``: ``dls`` (needs a cluster with document-level security) or ``filter``;
+    None: dls where the cluster offers it, else filter.
 
     All or nothing: if any step fails (a cluster key among them) nothing is kept and keys
     created so far are invalidated again. One audit event, ``tenant.onboard``.
@@ -101,7 +103,18 @@ def tenant_onboard(
     ids = check_external_ids(user_external_ids)
     check_new_account(username=admin_username, password=admin_password)
     cluster = get_cluster()
-    if cluster is not None and cluster.dls_available():
+    dls = cluster is not None and cluster.dls_available()
+    if isolation_mode == Tenant.IsolationMode.DLS and not dls:
+        raise ValidationError(
+            "Cluster-enforced isolation (dls) needs a search cluster with document-level "
+            "security; choose filter.",
+            code="dls_unavailable",
+        )
+    if isolation_mode not in (None, *Tenant.IsolationMode.values):
+        raise ValidationError(f"Unknown isolation mode {isolation_mode!r}.", code="bad_mode")
+    if isolation_mode is not None:
+        tenant.isolation_mode = isolation_mode
+    elif dls:  # not chosen: the strongest the cluster offers
         tenant.isolation_mode = Tenant.IsolationMode.DLS
     with transaction.atomic():
         tenant.save()

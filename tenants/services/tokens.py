@@ -46,9 +46,11 @@ def token_issue(
     expires_at: datetime | None = None,
     allow_catalog: bool = False,
     allow_provisioning: bool = False,
+    allow_export: bool = False,
 ) -> IssuedToken:
     """Issue a token for one user of ``tenant`` or (``user=None``) for the whole tenant. Only a
-    tenant token may carry catalog or user-provisioning rights."""
+    tenant token may carry catalog, user-provisioning or export rights (a user token exports
+    its own user only)."""
     if user is not None and user.tenant_id != tenant.pk:
         raise ValidationError("The user does not belong to this tenant.", code="wrong_tenant")
     if expires_at is not None and expires_at <= timezone.now():
@@ -66,6 +68,7 @@ def token_issue(
         expires_at=expires_at,
         allow_catalog=allow_catalog and user is None,
         allow_provisioning=allow_provisioning and user is None,
+        allow_export=allow_export and user is None,
     )
     validate(token)
     with transaction.atomic():
@@ -80,9 +83,17 @@ def token_issue(
                 "name": token.name,
                 "lookup": lookup,
                 "allow_provisioning": token.allow_provisioning,
+                "allow_export": token.allow_export,
             },
         )
     return IssuedToken(token=token, secret=raw)
+
+
+def token_may_export(*, token: PlatformToken) -> bool:
+    """Whether ``token`` may export a user it may name: a user token its own user (the right of
+    access), a tenant token only with the export right (a catalog or provisioning token does
+    not read every user's whole record)."""
+    return token.user_id is not None or token.allow_export
 
 
 def token_revoke(*, token: PlatformToken) -> PlatformToken:

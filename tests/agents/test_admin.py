@@ -110,12 +110,13 @@ def test_a_tenant_admin_issues_a_token_bound_to_an_agent(world, acme_client):
     agent = Agent.objects.get(user__external_id="alice", slug="claude-code")
 
     response = acme_client.post(
-        changelist("agent"), {"action": "issue_token", "_selected_action": [agent.pk]}
+        changelist("agent"), {"action": "issue_token", "_selected_action": [agent.pk]}, follow=True
     )
 
     token = PlatformToken.objects.get(agent_slug="claude-code")
+    assert response.redirect_chain[-1][0].endswith(f"/platformtoken/{token.pk}/issued/")
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
-    assert token.user == agent.user and "atlas_" in response.content.decode()
+    assert token.user == agent.user and f"atlas_{token.lookup}_" in response.content.decode()
 
 
 def test_a_tenant_admin_cannot_issue_a_token_for_another_tenants_agent(world, acme_client):

@@ -32,6 +32,7 @@ def test_it_says_who_the_token_is(client, alice):
         "agent": None,
         "allow_catalog": False,
         "allow_provisioning": False,
+        "allow_export": False,
         "expires_at": None,
         "isolation_mode": "filter",
     }

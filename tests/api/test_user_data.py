@@ -125,7 +125,7 @@ def test_provisioning_to_recall_through_the_rest_api_only(api, acme):
     """An integrator's first hour: a provisioning token makes the user, the agent records a
     turn and a fact, recall finds it, the listing and export show it, a forget request is
     opened and listed."""
-    fleet = tenant_token(acme, allow_provisioning=True)
+    fleet = tenant_token(acme, allow_provisioning=True, allow_export=True)
 
     made = api.post("users", {"external_id": "u-1001", "display_name": "Pat"}, token=fleet)
     turn = api.post(

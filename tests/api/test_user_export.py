@@ -185,7 +185,7 @@ def test_a_token_cannot_export_a_user_it_may_not_name(
     memory_write(user=bob, text="Bob's private note", memory_type="semantic")
     token = {
         "alice's user token": lambda: user_token(alice),
-        "another tenant's token": lambda: tenant_token(globex),
+        "another tenant's token": lambda: tenant_token(globex, allow_export=True),
         "revoked tenant token": lambda: tenant_token(bob.tenant),
     }[caller]()
     if caller == "revoked tenant token":
@@ -199,12 +199,39 @@ def test_a_token_cannot_export_a_user_it_may_not_name(
     assert error_code(response) == expected
 
 
-def test_a_tenant_token_exports_any_user_of_its_tenant(api: Any, alice: User, bob: User) -> None:
+def test_a_tenant_token_with_the_export_right_exports_any_user_of_its_tenant(
+    api: Any, alice: User, bob: User
+) -> None:
     memory_write(user=bob, text="Bob's note", memory_type="semantic")
 
-    body = exported(api.get("users/bob/export", token=tenant_token(bob.tenant)))
+    body = exported(api.get("users/bob/export", token=tenant_token(bob.tenant, allow_export=True)))
 
     assert [m["text"] for m in body["memories"]] == ["Bob's note"]
+
+
+@pytest.mark.parametrize(
+    "rights",
+    [{}, {"allow_catalog": True}, {"allow_provisioning": True}],
+    ids=["plain", "catalog", "provisioning"],
+)
+def test_a_tenant_token_without_the_export_right_is_refused_with_what_to_do(
+    api: Any, bob: User, rights: dict[str, bool]
+) -> None:
+    memory_write(user=bob, text="Bob's private note", memory_type="semantic")
+
+    response = api.get("users/bob/export", token=tenant_token(bob.tenant, **rights))
+
+    assert response.status_code == 403
+    assert error_code(response) == "export_not_allowed"
+    assert "export right" in response.json()["error"]["message"]
+    assert "Bob's private note" not in response.content.decode()
+
+
+def test_the_export_right_is_never_given_to_a_user_token(alice: User) -> None:
+    issued = token_issue(tenant=alice.tenant, user=alice, name="alice app", allow_export=True)
+
+    assert issued.token.allow_export is False
+    assert issued.token.rights == ["own user's memories", "own user's export"]
 
 
 def test_a_section_bigger_than_a_batch_is_read_in_bounded_batches(

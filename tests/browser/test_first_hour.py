@@ -1,7 +1,8 @@
 """The pages a new operator meets in the first hour, in Chromium, light and dark: the user page's
-MCP snippets (copy buttons that copy), the embedded default's key panel (no warning nobody
-can fix), the erasure confirmation (counts, no texts) and the confirmations before suspending a
-tenant and revoking tokens. Screenshots per theme under var/test-artifacts/browser/."""
+MCP snippets (copy buttons that copy), the embedded default's dashboard (no key panel: no
+warning nobody can fix), the erasure confirmation (counts, no texts) and the confirmations
+before suspending a tenant and revoking tokens. Screenshots per theme under
+var/test-artifacts/browser/."""
 
 from __future__ import annotations
 
@@ -71,11 +72,11 @@ def test_the_first_hour_pages(
     assert cursor["mcpServers"]["atlas"]["headers"]["Authorization"] == "Bearer ${env:ATLAS_TOKEN}"
     shot(page, f"user-snippets-{theme}")
 
-    # The embedded default's dashboard: no "users need keys", no red flag.
+    # The embedded default's dashboard: no key panel at all (there are no keys), no red flag.
     page.goto(f"/admin/tenants/tenant/{acme.pk}/dashboard/")
     panel = page.inner_text("#content-main")
-    assert "No search cluster is configured" in panel and "need a key" not in panel
-    assert page.locator("#panel-keys .atlas-flag, #keys .atlas-flag").count() == 0
+    assert "Scoped key" not in panel and "need a key" not in panel
+    assert page.locator("#panel-keys, #keys .atlas-flag").count() == 0
     shot(page, f"dashboard-embedded-{theme}")
 
     # Approving a forget request: a confirmation with counts and a sample of what goes (the

@@ -44,7 +44,7 @@ def test_every_tenant_service_leaves_exactly_one_event(acme, alice):
             admin_password="correct-horse-battery-9",
         ),
     )
-    one_event("tenant.update", lambda: tenant_update(tenant=acme, key_rotation_days=30))
+    one_event("tenant.update", lambda: tenant_update(tenant=acme, decay_offset_days=30))
     one_event("tenant.suspend", lambda: tenant_suspend(tenant=acme))
     one_event("tenant.reactivate", lambda: tenant_reactivate(tenant=acme))
     one_event("user.create", lambda: user_create(tenant=acme, external_id="zed"))

@@ -112,41 +112,45 @@ def test_percentiles_come_from_the_histogram():
     assert histogram_percentile({10000: 1, OVERFLOW_MS: 9}, 0.95) == 10000.0
 
 
-def test_keys_older_than_the_rotation_policy_are_flagged(es, acme, acme_client):
+def test_keys_past_their_renewal_are_flagged_against_the_settings_lifetime(
+    es, settings, acme, acme_client
+):
     from tenants.services.scoped_keys import scoped_key_provision
 
-    acme.key_rotation_days = 30
+    settings.ATLAS_SCOPED_KEY_TTL_DAYS = 7.0
+    settings.ATLAS_SCOPED_KEY_RENEW_DAYS = 2.0
     acme.isolation_mode = "dls"  # its reads need keys: a missing one is flagged
     acme.save()
     fresh, old = (User.objects.create(tenant=acme, external_id=n) for n in ("fresh", "oldkey"))
     User.objects.create(tenant=acme, external_id="nokey")
     for user in (fresh, old):
         scoped_key_provision(user=user)
-    ScopedKey.objects.filter(user=old).update(created_at=timezone.now() - timedelta(days=45))
+    ScopedKey.objects.filter(user=old).update(created_at=timezone.now() - timedelta(days=6))
 
     page = acme_client.get(board(acme)).content.decode()
     table = page[page.index('id="key-ages"') :]
 
-    assert "rotation policy: 30 days" in page
-    assert "2 users need a key rotated or provisioned." in page
+    assert "keys expire after 7 days and are renewed hourly from 5 days of age" in page
+    assert "rotation policy" not in page
+    assert "2 users need a key renewed or provisioned." in page
     assert table.index("oldkey") < table.index("fresh")  # oldest first
-    assert "45 d" in table and "stale" in table and "missing" in table
-    assert "&gt; 30 d (rotate)" in page  # the age chart's bucket
+    assert "6 d" in table and "stale" in table and "missing" in table
+    assert "renewal overdue" in page  # the age chart's bucket
 
 
 def test_a_filter_tenant_is_not_told_its_users_need_keys(es, acme, alice, acme_client):
     page = acme_client.get(board(acme)).content.decode()
 
-    assert "Every key is within the policy." in page
+    assert "Every key is within its lifetime." in page
     assert "need a key" not in page
 
 
-def test_without_a_cluster_the_key_panel_says_none_are_needed(
+def test_without_a_cluster_the_dashboard_has_no_key_panel(
     store, no_cluster, acme, alice, acme_client
 ):
     page = acme_client.get(board(acme)).content.decode()
 
-    assert "No search cluster is configured" in page and "need no scoped keys" in page
+    assert 'id="panel-keys"' not in page and "Scoped key" not in page
     assert "need a key" not in page and 'id="key-ages"' not in page
 
 
@@ -287,3 +291,16 @@ def test_charts_colour_states_by_meaning_and_follow_the_theme():
     assert "<text" in svg and all(
         'fill="currentColor"' in t for t in svg.split("<text")[1:]
     )  # labels take the theme's text colour (readable in dark mode)
+
+
+def test_charts_fill_their_panel_with_gridlines_and_no_dark_on_dark_series():
+    from tenants.admin import charts
+
+    svg = charts.stacked_bars("Keys by age", ["a", "b"], {"keys": [4, 8]})
+
+    assert svg.count('class="grid"') == charts.GRID_STEPS - 1  # gridlines at quarters
+    assert ">2<" in svg and ">4<" in svg and ">6<" in svg  # each labelled with its value
+    assert "#417690" not in svg  # the admin's dark blue sank into the dark theme
+    small = charts.stacked_bars("One", ["a"], {"n": [1]})
+    assert ">0.25<" in small and ">0.5<" in small and ">0.75<" in small
+    assert 'viewBox="0 0' in svg
