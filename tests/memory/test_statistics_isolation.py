@@ -64,7 +64,11 @@ def probe(user: User, word: str, *, clean_up: bool = False) -> bool:
 
 def tenant_with_users(slug: str, *names: str, scope: str = "tenant") -> list[User]:
     tenant = Tenant.objects.create(
-        slug=slug, name=slug, isolation_mode=Tenant.IsolationMode.DLS, statistics_scope=scope
+        slug=slug,
+        name=slug,
+        isolation_mode=Tenant.IsolationMode.DLS,
+        statistics_scope=scope,
+        erasure_requires_second_operator=False,  # one operator opens and approves here
     )
     users = [User.objects.create(tenant=tenant, external_id=n) for n in names]
     for user in users:
