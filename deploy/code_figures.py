@@ -28,6 +28,7 @@ PRODUCT = (
     "erasure",
     "agents",
     "knowledge",
+    "lifecycle",
     "clients/cli/atlas_cli",
 )
 SKIPPED_PARTS = {"migrations", "tests", "__pycache__"}
