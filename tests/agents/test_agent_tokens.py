@@ -93,10 +93,17 @@ def test_the_user_page_issues_a_bound_token_shown_once(acme_client, alice):
 
     assert "Issue an agent-bound token" in change.content.decode()
     assert form.status_code == 200 and 'name="machine"' in form.content.decode()
-    assert issued.status_code == 200 and "no-store" in issued["Cache-Control"]
+    # Post-redirect-get: the secret is shown once, on a GET page of its own; a reload of that
+    # page shows it no more and issues nothing.
+    assert issued.status_code == 302
+    shown = acme_client.get(issued["Location"])
+    again = acme_client.get(issued["Location"])
+    assert shown.status_code == 200 and "no-store" in shown["Cache-Control"]
     token = PlatformToken.objects.get(user=alice)
     assert (token.agent_slug, token.name) == ("claude-code", "claude-code on desk")
-    assert f"atlas_{token.lookup}_" in issued.content.decode()
+    assert f"atlas_{token.lookup}_" in shown.content.decode()
+    assert f"atlas_{token.lookup}_" not in again.content.decode()
+    assert PlatformToken.objects.filter(user=alice).count() == 1
 
 
 def test_the_user_page_is_not_found_for_another_tenants_user(acme_client, charlie):

@@ -118,7 +118,7 @@ def test_a_page_that_failed_to_read_writes_no_read_event(store, charlie, acme_cl
 
 def test_every_export_is_an_event_of_the_token_that_exported(store, client, alice, acme):
     memory_write(user=alice, text="Alice's passport number is 123", memory_type="semantic")
-    token = tenant_token(acme)
+    token = tenant_token(acme, allow_export=True)  # a tenant token exports with the right
 
     responses = [export(client, token) for _ in range(2)]
 
