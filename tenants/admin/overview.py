@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
-from django.utils import timezone
 from django.utils.html import format_html
 
 from atlas_platform.cluster import get_cluster
-from tenants.models import ScopedKey, Tenant, User
-from tenants.selectors import RENEWAL_SLACK, key_lifetime
+from tenants.models import Tenant
+from tenants.selectors import key_health_by_tenant
 
 Cell = object  # a number or text (escaped in the template) or SafeString
 
@@ -39,32 +37,16 @@ def key_health_column(tenants: Sequence[Tenant]) -> Column | None:
     counts only where the cluster enforces the tenant's reads); no column without a cluster."""
     if get_cluster() is None:
         return None
-    cutoff = timezone.now() - key_lifetime().renew_after - RENEWAL_SLACK
-    active = Q(scoped_keys__status=ScopedKey.Status.ACTIVE)
-    rows = (
-        User.objects.filter(tenant__in=[t.pk for t in tenants])
-        .values("tenant_id")
-        .annotate(
-            users=Count("id", distinct=True),
-            keyed=Count("id", filter=active, distinct=True),
-            stale=Count("id", filter=active & Q(scoped_keys__created_at__lt=cutoff), distinct=True),
-            pending=Count(
-                "id",
-                filter=Q(scoped_keys__status=ScopedKey.Status.PENDING_INVALIDATION),
-                distinct=True,
-            ),
-        )
-    )
-    by_tenant = {row["tenant_id"]: row for row in rows}
+    health = key_health_by_tenant(tenants=tenants)
     cells: dict[int, Cell] = {}
     for tenant in tenants:
-        row = by_tenant.get(tenant.pk, {"users": 0, "keyed": 0, "stale": 0, "pending": 0})
-        missing = 0 if tenant.isolation_is_weaker else row["users"] - row["keyed"]
+        row = health[tenant.pk]
+        missing = 0 if tenant.isolation_is_weaker else row.users - row.keyed
         faults = [
             f"{n} {what}"
             for n, what in (
-                (row["stale"], "overdue"),
-                (row["pending"], "pending invalidation"),
+                (row.stale, "overdue"),
+                (row.pending, "pending invalidation"),
                 (missing, "missing"),
             )
             if n
@@ -72,7 +54,7 @@ def key_health_column(tenants: Sequence[Tenant]) -> Column | None:
         cells[tenant.pk] = (
             format_html('<span class="atlas-flag">{}</span>', ", ".join(faults))
             if faults
-            else f"ok ({row['keyed']} keys)"
+            else f"ok ({row.keyed} keys)"
         )
     return Column("keys", "key health", cells)
 
