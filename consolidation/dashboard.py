@@ -13,8 +13,18 @@ from tenants.models import Tenant
 DAYS = 14
 
 
-def consolidation_panel(request: HttpRequest, tenant: Tenant) -> Panel:
+def consolidation_is_off(tenant: Tenant) -> bool:
+    """No model to consolidate with, or the tenant asks for neither trigger (count nor daily)."""
+    triggers = tenant.consolidation_every_n_episodes > 0 or tenant.consolidation_daily
+    return not (model_configured() and triggers)
+
+
+def consolidation_panel(request: HttpRequest, tenant: Tenant) -> Panel | None:
+    """No panel while consolidation is off for the tenant and no run happened in the window:
+    there would be nothing but empty charts. Runs (e.g. on demand) keep it on the page."""
     daily = runs_per_day(tenant, days=DAYS)
+    if consolidation_is_off(tenant) and not any(sum(d.by_status.values()) for d in daily):
+        return None
     labels = [f"{d.day:%d %b}" for d in daily]
     statuses = list(daily[0].by_status) if daily else []
     runs = charts.stacked_bars(

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.http import HttpRequest
 
-from erasure.selectors import forget_request_counts, open_forget_requests
+from erasure.selectors import (
+    forget_request_counts,
+    open_forget_request_counts,
+    open_forget_requests,
+)
 from tenants.admin import charts
 from tenants.admin.dashboard import Panel, render_panel
+from tenants.admin.overview import Column
 from tenants.models import Tenant
 
 
@@ -18,3 +25,8 @@ def forget_requests_panel(request: HttpRequest, tenant: Tenant) -> Panel:
     )
     body = render_panel("forget_requests.html", rows=rows, counts=counts, chart=chart)
     return Panel("forget-requests", "Forget requests", body)
+
+
+def open_erasures_column(tenants: Sequence[Tenant]) -> Column:
+    """The platform overview's forget requests not done yet, per tenant."""
+    return Column("erasures", "open erasures", dict(open_forget_request_counts(tenants=tenants)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db.models import Count
 
 from atlas_platform.exceptions import NotFound
@@ -61,3 +63,14 @@ def forget_request_counts(*, tenant: Tenant) -> dict[str, int]:
     rows = ForgetRequest.objects.filter(tenant=tenant).values("status").annotate(n=Count("id"))
     counts.update({row["status"]: row["n"] for row in rows})
     return counts
+
+
+def open_forget_request_counts(*, tenants: Sequence[Tenant]) -> dict[int, int]:
+    """Requests not done (``OPEN_STATUSES``) of each tenant, by tenant pk, in one query."""
+    rows = (
+        ForgetRequest.objects.filter(tenant__in=[t.pk for t in tenants], status__in=OPEN_STATUSES)
+        .values("tenant_id")
+        .annotate(n=Count("id"))
+    )
+    counts = {row["tenant_id"]: row["n"] for row in rows}
+    return {t.pk: counts.get(t.pk, 0) for t in tenants}

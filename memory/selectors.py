@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
+from django.db.models import Q, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, ValidationError
@@ -221,6 +223,29 @@ def tenant_memory_growth(*, tenant: Tenant, bucket: GrowthBucket) -> list[Growth
     """The tenant's documents per type per week or month (counts only; see ``growth``)."""
     with store_errors():
         return backend().growth(tenant.memory_id, bucket=bucket)
+
+
+def memory_totals_by_tenant(*, tenants: Sequence[Tenant]) -> dict[int, int]:
+    """Memories (not ``entity`` documents) of each tenant, by tenant pk, in one store read."""
+    with store_errors():
+        totals = backend().tenant_memory_totals([t.memory_id for t in tenants])
+    return {t.pk: totals.get(t.memory_id, 0) for t in tenants}
+
+
+def recall_volume_by_tenant(*, tenants: Sequence[Tenant]) -> dict[int, tuple[int, int]]:
+    """Recalls of each tenant in the last 24 hours and the last 7 days, in one query."""
+    now = timezone.now()
+    day, week = now - timedelta(hours=24), now - timedelta(days=7)
+    rows = (
+        RecallStat.objects.filter(tenant__in=[t.pk for t in tenants], hour__gte=week)
+        .values("tenant_id")
+        .annotate(
+            day=Coalesce(Sum("count", filter=Q(hour__gte=day)), 0),
+            week=Coalesce(Sum("count"), 0),
+        )
+    )
+    volume = {row["tenant_id"]: (row["day"], row["week"]) for row in rows}
+    return {t.pk: volume.get(t.pk, (0, 0)) for t in tenants}
 
 
 @dataclass(frozen=True)

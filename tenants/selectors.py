@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import NoReturn
 
 from django.conf import settings
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, PermissionDenied, ValidationError
@@ -170,3 +172,33 @@ def tenant_key_ages(*, tenant: Tenant) -> list[tuple[User, KeyStatus]]:
     users = User.objects.filter(tenant=tenant).select_related("tenant")
     rows = [(user, user_key_status(user=user)) for user in users.prefetch_related("scoped_keys")]
     return sorted(rows, key=lambda row: -(row[1].age or timedelta(-1)).total_seconds())
+
+
+@dataclass(frozen=True)
+class KeyHealth:
+    users: int
+    keyed: int  # users with an active key
+    stale: int  # ... whose renewal is overdue (``key_lifetime``)
+    pending: int  # users with a key pending invalidation
+
+
+def key_health_by_tenant(*, tenants: Sequence[Tenant]) -> dict[int, KeyHealth]:
+    """Each tenant's users and the state of their scoped keys, by tenant pk, in one query."""
+    cutoff = timezone.now() - key_lifetime().renew_after - RENEWAL_SLACK
+    active = Q(scoped_keys__status=ScopedKey.Status.ACTIVE)
+    pending = Q(scoped_keys__status=ScopedKey.Status.PENDING_INVALIDATION)
+    rows = (
+        User.objects.filter(tenant__in=[t.pk for t in tenants])
+        .values("tenant_id")
+        .annotate(
+            users=Count("id", distinct=True),
+            keyed=Count("id", filter=active, distinct=True),
+            stale=Count("id", filter=active & Q(scoped_keys__created_at__lt=cutoff), distinct=True),
+            pending=Count("id", filter=pending, distinct=True),
+        )
+    )
+    health = {
+        row["tenant_id"]: KeyHealth(row["users"], row["keyed"], row["stale"], row["pending"])
+        for row in rows
+    }
+    return {t.pk: health.get(t.pk, KeyHealth(0, 0, 0, 0)) for t in tenants}

@@ -5,6 +5,7 @@ Elasticsearch (platform admins)."""
 
 from memory.admin import dashboard, migration, users
 from tenants.admin.dashboard import add_panel
+from tenants.admin.overview import add_column
 from tenants.admin.tenants import extend_tenant_pages
 from tenants.admin.users import extend_user_pages
 
@@ -15,6 +16,8 @@ extend_user_pages(
 )
 add_panel(dashboard.recall_panel, first=True)
 add_panel(dashboard.memories_panel, first=True)
+add_column(dashboard.recalls_column, first=True)
+add_column(dashboard.memories_column, first=True)
 extend_tenant_pages(
     urls=migration.migration_urls,
     platform_fields=[migration.backend_migration],

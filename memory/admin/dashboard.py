@@ -3,16 +3,23 @@ latency (registered first on the page by ``memory.admin``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, timedelta
 
 from django.http import HttpRequest
 from django.utils import timezone
 
 from atlas_platform.exceptions import AtlasError
-from memory.selectors import recall_stats, tenant_memory_growth
+from memory.selectors import (
+    memory_totals_by_tenant,
+    recall_stats,
+    recall_volume_by_tenant,
+    tenant_memory_growth,
+)
 from memory.types import ENTITY, MEMORY_TYPES, GrowthBucket
 from tenants.admin import charts
 from tenants.admin.dashboard import Panel, render_panel
+from tenants.admin.overview import Column
 from tenants.models import Tenant
 
 GROWTH_BUCKETS = 12
@@ -74,3 +81,16 @@ def recall_panel(request: HttpRequest, tenant: Tenant) -> Panel:
         "recall.html", summary=summary, volume=volume, latency=latency, days=RECALL_DAYS
     )
     return Panel("recall", f"Recall volume and latency (last {RECALL_DAYS} days)", body)
+
+
+def memories_column(tenants: Sequence[Tenant]) -> Column:
+    """The platform overview's memory count per tenant (one store read for all of them)."""
+    return Column("memories", "memories", dict(memory_totals_by_tenant(tenants=tenants)))
+
+
+def recalls_column(tenants: Sequence[Tenant]) -> Column:
+    """The platform overview's recall volume per tenant: last 24 h / last 7 days."""
+    volume = recall_volume_by_tenant(tenants=tenants)
+    return Column(
+        "recalls", "recalls 24 h / 7 d", {pk: f"{d:,} / {w:,}" for pk, (d, w) in volume.items()}
+    )

@@ -196,6 +196,11 @@ class MemoryBackend(ABC):
         """Documents per memory type inside ``scope`` (catalog included)."""
 
     @abstractmethod
+    def tenant_memory_totals(self, tenant_ids: list[str]) -> dict[str, int]:
+        """Memories (every type but ``entity``; catalog and superseded ones included) of each
+        of ``tenant_ids``, all in one read; a tenant with none is 0."""
+
+    @abstractmethod
     def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
         """How tenant ``tenant_id``'s store grew: documents per memory type (catalog and
         superseded ones included) per calendar ``bucket`` of ``created_at`` in UTC — weeks start

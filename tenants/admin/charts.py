@@ -138,7 +138,9 @@ def stacked_bars(
 def lines(
     label: str, categories: Sequence[str], series: Mapping[str, Sequence[float | None]], unit: str
 ) -> SafeString:
-    """One polyline per series over the categories; None leaves a gap (no data that day)."""
+    """One polyline per series over the categories, drawn over the gridlines. None leaves no
+    point (no data that day) and the line joins the days on either side; a series with a single
+    point is drawn as a short level line across its day, so even one day reads as a line."""
     values = [v for vs in series.values() for v in vs if v is not None]
     maximum = max(values, default=0) or 1
     plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
@@ -150,8 +152,13 @@ def lines(
             for i, v in enumerate(points)
             if v is not None
         ]
-        if len(xy) > 1:
-            path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _, _ in xy)
+        if len(xy) == 1:  # one day of data: a short level line across its slot, not a dot
+            x, y = xy[0][0], xy[0][1]
+            xy_line = [(x - slot * 0.4, y), (x + slot * 0.4, y)]
+        else:
+            xy_line = [(x, y) for x, y, _, _ in xy]
+        if xy:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy_line)
             marks.append(
                 format_html(
                     '<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>',

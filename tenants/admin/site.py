@@ -9,14 +9,23 @@ from django.contrib import admin
 from django.contrib.auth.models import User as Account
 from django.contrib.contenttypes import views as contenttype_views
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, URLResolver, path, reverse
 
+from tenants.admin.overview import overview_columns
 from tenants.models import Tenant
 from tenants.scoping import request_scope
 from tenants.services.audit import audit_read
 
 MAX_DASHBOARD_LINKS = 20
+MAX_OVERVIEW_ROWS = 500  # tenants on the platform overview (by name)
 ACCOUNTS = "Operator accounts"  # Django's users: who signs in here (the memory subjects: End users)
 
 # The index and the sidebar, grouped by what operators do (app label, model name) -> section;
@@ -101,7 +110,31 @@ class AtlasAdminSite(admin.AdminSite):
             self.admin_view(view_on_site),
             name="view_on_site",
         )
-        return [redirect if getattr(u, "name", None) == "view_on_site" else u for u in urls]
+        overview = path("overview/", self.admin_view(self.overview_view), name="overview")
+        urls = [redirect if getattr(u, "name", None) == "view_on_site" else u for u in urls]
+        return [overview, *urls]
+
+    def overview_view(self, request: HttpRequest) -> HttpResponse:
+        """The platform overview (platform admins only): a row per tenant, a column per feature
+        (``overview.COLUMNS``), each column read for every row at once."""
+        scope = request_scope(request)
+        if scope is None or not scope.is_platform_admin:
+            raise PermissionDenied
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET"])
+        tenants = list(scope.tenants().order_by("name")[:MAX_OVERVIEW_ROWS])
+        columns = overview_columns(tenants)
+        rows = [
+            (tenant, [column.cells.get(tenant.pk, "") for column in columns]) for tenant in tenants
+        ]
+        context = {
+            **self.each_context(request),
+            "title": "Platform overview",
+            "columns": columns,
+            "rows": rows,
+            "capped": len(tenants) == MAX_OVERVIEW_ROWS,
+        }
+        return TemplateResponse(request, "admin/atlas/overview.html", context)
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         """The models grouped by what operators do (``SECTIONS``), with a "Dashboards" section
@@ -125,6 +158,15 @@ class AtlasAdminSite(admin.AdminSite):
             }
             for tenant in scope.tenants().order_by("name")[:MAX_DASHBOARD_LINKS]
         ]
+        if scope.is_platform_admin:
+            overview = {
+                "name": "Platform overview",
+                "object_name": "overview",
+                "admin_url": reverse(f"{self.name}:overview"),
+                "view_only": True,
+                "perms": {"view": True},
+            }
+            links = [overview, *links]
         if not links:
             return apps
         board = {"name": "Dashboards", "app_label": "dashboards", "app_url": links[0]["admin_url"]}

@@ -175,6 +175,9 @@ class ElasticsearchBackend(MemoryBackend):
     def count(self, scope: ReadScope) -> dict[str, int]:
         return reads.count(self._conn, scope)
 
+    def tenant_memory_totals(self, tenant_ids: list[str]) -> dict[str, int]:
+        return writer_reads.tenant_memory_totals(self._conn, tenant_ids)
+
     def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
         return writer_reads.growth(self._conn, tenant_id, bucket=bucket)
 

@@ -12,7 +12,14 @@ from typing import Any
 
 from memory.engine.elasticsearch.client import Connection, call
 from memory.engine.elasticsearch.queries import previous_turn_body, user_query
-from memory.engine.types import MEMORY_TYPES, GrowthBucket, GrowthPoint, MemoryDoc, MemoryType
+from memory.engine.types import (
+    ENTITY,
+    MEMORY_TYPES,
+    GrowthBucket,
+    GrowthPoint,
+    MemoryDoc,
+    MemoryType,
+)
 
 Json = dict[str, Any]
 
@@ -125,3 +132,30 @@ def count_ids(
         lambda: conn.writer.count(index=index, query=query, ignore_unavailable=True),
     )
     return int(response["count"])
+
+
+def tenant_memory_totals(conn: Connection, tenant_ids: list[str]) -> dict[str, int]:
+    """Memories (not ``entity`` documents) per tenant across their indices, in one search."""
+    if not tenant_ids:
+        return {}
+    body: Json = {
+        "size": 0,
+        "query": {
+            "bool": {
+                "filter": [{"terms": {"tenant_id": tenant_ids}}],
+                "must_not": [{"term": {"memory_type": ENTITY}}],
+            }
+        },
+        "aggs": {"tenants": {"terms": {"field": "tenant_id", "size": len(tenant_ids)}}},
+    }
+    # Every tenant's index and its users' (one short pattern, whatever the number of tenants:
+    # a list of names would outgrow the request line); the terms filter picks the tenants.
+    indices = f"{conn.config.index_prefix}-t-*"
+    response = call(
+        "count tenant memories",
+        lambda: conn.writer.search(
+            index=indices, ignore_unavailable=True, allow_no_indices=True, **body
+        ),
+    )
+    buckets = response.body.get("aggregations", {}).get("tenants", {}).get("buckets", [])
+    return dict.fromkeys(tenant_ids, 0) | {b["key"]: int(b["doc_count"]) for b in buckets}

@@ -36,6 +36,7 @@ from memory.engine.embedded.store import (
     unindex_row,
 )
 from memory.engine.types import (
+    ENTITY,
     MEMORY_TYPES,
     GrowthBucket,
     GrowthPoint,
@@ -317,6 +318,16 @@ class EmbeddedBackend(MemoryBackend):
                 (json.dumps(scope_owners(scope)), scope.tenant_id),
             ).fetchall()
         return dict.fromkeys(MEMORY_TYPES, 0) | {kind: int(n) for kind, n in rows}
+
+    def tenant_memory_totals(self, tenant_ids: list[str]) -> dict[str, int]:
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT tenant_id, count(*) FROM memories"
+                " WHERE tenant_id IN (SELECT value FROM json_each(?)) AND memory_type != ?"
+                " GROUP BY tenant_id",
+                (json.dumps(tenant_ids), ENTITY),
+            ).fetchall()
+        return dict.fromkeys(tenant_ids, 0) | {tenant: int(n) for tenant, n in rows}
 
     def growth(self, tenant_id: str, *, bucket: GrowthBucket) -> list[GrowthPoint]:
         # created_at is sortable() text; 'weekday 0', '-6 days' moves any day to its Monday.

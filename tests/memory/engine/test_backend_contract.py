@@ -651,3 +651,21 @@ def test_deleting_a_turn_clears_the_context_that_holds_its_words(env, tenant, ho
     assert (cleared.text, cleared.context, cleared.context_ids) == ("sounds good", None, [])
     kept = env.backend.get(env.scope(tenant, "u1"), bystander.id)
     assert kept is not None and kept.context == "a birthday elsewhere"
+
+
+def test_tenant_memory_totals_count_every_tenant_at_once_without_entities(env, tenant):
+    other, empty = tenant[::-1], f"{tenant}-empty"
+    env.backend.write(
+        [
+            make_doc(tenant, "u1", "episodic", "a"),
+            make_doc(tenant, "u2", "semantic", "b"),
+            make_doc(tenant, None, "catalog", "c"),
+            make_doc(tenant, None, "entity", "another app's document"),
+            make_doc(other, "u1", "episodic", "other tenant"),
+        ]
+    )
+
+    totals = env.backend.tenant_memory_totals([tenant, other, empty])
+
+    assert totals == {tenant: 3, other: 1, empty: 0}
+    assert env.backend.tenant_memory_totals([]) == {}

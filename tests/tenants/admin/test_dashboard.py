@@ -304,3 +304,45 @@ def test_charts_fill_their_panel_with_gridlines_and_no_dark_on_dark_series():
     small = charts.stacked_bars("One", ["a"], {"n": [1]})
     assert ">0.25<" in small and ">0.5<" in small and ">0.75<" in small
     assert 'viewBox="0 0' in svg
+
+
+def test_a_latency_chart_with_one_or_two_days_of_data_is_lines_over_gridlines():
+    from tenants.admin import charts
+
+    days = ["1 Dec", "2 Dec", "3 Dec", "4 Dec"]
+    one_day = str(
+        charts.lines(
+            "Latency", days, {"p50": [None, 4.0, None, None], "p95": [None, 9.0, None, None]}, " ms"
+        )
+    )
+    assert one_day.count("<polyline") == 2  # p50 and p95 each a level line, not a lone dot
+    assert one_day.count("<circle") == 2  # the exact figures still hover on their day
+    assert one_day.count('class="grid"') == charts.GRID_STEPS - 1
+    p50 = one_day.split("<polyline", 2)[1]
+    (x1, y1), (x2, y2) = (map(float, pt.split(",")) for pt in p50.split('"')[1].split())
+    assert y1 == y2 and x2 > x1  # a level segment across the day
+
+    two_days = str(charts.lines("Latency", days, {"p50": [3.0, None, None, 6.0]}, " ms"))
+    assert two_days.count("<polyline") == 1 and two_days.count("<circle") == 2
+    assert len(two_days.split("<polyline", 1)[1].split('"')[1].split()) == 2  # joins the gap
+    assert two_days.count('class="grid"') == charts.GRID_STEPS - 1
+
+
+def test_the_consolidation_panel_is_hidden_while_consolidation_is_off_and_idle(
+    store, acme, alice, acme_client, settings
+):
+    from consolidation.models import ConsolidationRun
+
+    settings.ATLAS_CONSOLIDATION_BASE_URL = ""  # no model: off
+    assert 'id="panel-consolidation"' not in acme_client.get(board(acme)).content.decode()
+
+    settings.ATLAS_CONSOLIDATION_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.ATLAS_CONSOLIDATION_MODEL = "some-model"
+    assert 'id="panel-consolidation"' in acme_client.get(board(acme)).content.decode()
+
+    acme.consolidation_every_n_episodes, acme.consolidation_daily = 0, False  # neither trigger
+    acme.save(update_fields=["consolidation_every_n_episodes", "consolidation_daily"])
+    assert 'id="panel-consolidation"' not in acme_client.get(board(acme)).content.decode()
+
+    ConsolidationRun.objects.create(tenant=acme, user=alice, trigger="on_demand", status="done")
+    assert 'id="panel-consolidation"' in acme_client.get(board(acme)).content.decode()
