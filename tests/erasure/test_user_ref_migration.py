@@ -48,4 +48,8 @@ def test_old_forget_requests_get_the_users_global_id():
     migrate(BEFORE)  # and back
     back = migrate(BEFORE).get_model("erasure", "ForgetRequest").objects
     assert back.get(pk=legacy.pk).user_ref == str(alice.pk)
-    migrate(AFTER)
+    # Every app back at its latest migration (AFTER is not erasure's last one any more): the
+    # next tests on this worker find the schema as it is now.
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
