@@ -27,7 +27,11 @@ from memory.services.writes import (
 )
 from tenants.models import Operator, Tenant, User
 from tests.conftest import PASSWORD, service_missing
-from tests.erasure.conftest import erasure_queue, erasure_worker  # noqa: F401 - a real worker
+from tests.erasure.conftest import (  # noqa: F401 - a real worker (each backend)
+    backend_worker,
+    erasure_queue,
+    erasure_worker,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
