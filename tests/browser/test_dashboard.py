@@ -6,15 +6,10 @@ at least 4.5:1 (text). Screenshots under var/test-artifacts/browser/."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
-from consolidation.models import ConsolidationRun
-from memory.models import RecallStat
-from memory.services.writes import memory_turn_record, memory_write
 from tests.browser.test_first_hour import themed
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -71,28 +66,6 @@ MEASURE = """() => {
 def embedded(settings: Any, tmp_path: Any, no_cluster: None) -> None:
     settings.ATLAS_MEMORY_BACKEND = "embedded"
     settings.ATLAS_EMBEDDED_PATH = str(tmp_path / "memory.sqlite3")
-
-
-@pytest.fixture
-def busy_week(acme: Any, alice: Any, bob: Any) -> None:
-    """Memories of each type, a week of recalls at several latencies, consolidation runs that
-    succeeded and failed: every chart of the dashboard with every kind of series."""
-    memory_turn_record(user=alice, text="My hub drops wifi after 22:00")
-    memory_write(user=alice, text="Alice lives in Edinburgh", memory_type="semantic")
-    memory_write(
-        user=alice, text="Reset the hub", memory_type="procedural", name="hub reset",
-        trigger="hub offline", steps=["unplug", "hold reset", "re-pair"],
-    )  # fmt: skip
-    now = timezone.now().replace(minute=0, second=0, microsecond=0)
-    for day in range(7):
-        for le_ms, count in ((50, 20 + day), (200, 5), (1000, 1)):
-            RecallStat.objects.create(
-                tenant=acme, hour=now - timedelta(days=day), le_ms=le_ms, count=count,
-                total_ms=count * le_ms * 0.6,
-            )  # fmt: skip
-    for user, status in ((alice, "done"), (alice, "done"), (alice, "failed"), (alice, "running")):
-        ConsolidationRun.objects.create(tenant=acme, user=user, trigger="daily", status=status)
-    ConsolidationRun.objects.create(tenant=acme, user=bob, trigger="daily", status="queued")
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
