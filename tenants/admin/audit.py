@@ -24,6 +24,7 @@ from django.utils.html import format_html
 from tenants.admin.base import UNREADABLE_FILTER, ScopedModelAdmin, bad_query_string, filter_refused
 from tenants.admin.site import site
 from tenants.models import AuditEvent
+from tenants.scoping import request_scope
 
 CSV_COLUMNS = [
     "created_at",
@@ -162,6 +163,15 @@ class AuditEventAdmin(ScopedModelAdmin):
     )
     readonly_fields = fields
     actions = None
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        """No tenant column for an operator of one tenant: it would say the same on every row
+        and push the request ids out of view."""
+        columns = list(super().get_list_display(request))
+        scope = request_scope(request)
+        if scope is not None and scope.tenant_id is not None:
+            columns.remove("tenant")
+        return columns
 
     @admin.display(description="time (UTC)", ordering="created_at")
     def time(self, event: AuditEvent) -> str:

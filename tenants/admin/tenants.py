@@ -45,10 +45,10 @@ def isolation_badge(tenant: Tenant) -> str:
         )
     if tenant.isolation_is_weaker:
         return format_html(
-            '<span title="{}" style="color:#ba2121;font-weight:bold">filter (weaker)</span>',
+            '<span title="{}" class="atlas-alert">filter (weaker)</span>',
             "The cluster does not enforce per-user isolation; only Atlas's own filters do.",
         )
-    return format_html('<span style="color:{}">{}</span>', "#107c10", "dls (cluster-enforced)")
+    return format_html('<span class="atlas-ok">{}</span>', "dls (cluster-enforced)")
 
 
 @admin.register(Tenant, site=site)

@@ -27,7 +27,7 @@ from tenants.services.users import user_create, user_set_status
 
 KEY_COLUMNS = ("key_status", "key_age", "last_rotation")
 KEY_ACTIONS = ("rotate_key", "provision_key")
-_KEY_COLOURS = {"active": "#107c10", "stale": "#b35c00", "pending_invalidation": "#ba2121"}
+_KEY_CLASSES = {"active": "atlas-ok", "stale": "atlas-flag", "pending_invalidation": "atlas-alert"}
 # The site's own address as the operator reached it, while a change page renders.
 _base_url: ContextVar[str] = ContextVar("atlas_admin_base_url", default="http://127.0.0.1:8000/")
 
@@ -118,10 +118,8 @@ class UserAdmin(ScopedModelAdmin):
     @admin.display(description="key")
     def key_status(self, user: User) -> str:
         status = user_key_status(user=user)
-        colour = _KEY_COLOURS.get(status.state, "#666")
-        return format_html(
-            '<span style="color:{}">{}</span>', colour, status.state.replace("_", " ")
-        )
+        css = _KEY_CLASSES.get(status.state, "atlas-muted")  # colours per theme: base_site
+        return format_html('<span class="{}">{}</span>', css, status.state.replace("_", " "))
 
     @admin.display(description="key age")
     def key_age(self, user: User) -> str:

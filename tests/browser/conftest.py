@@ -6,7 +6,8 @@ missing browser skips locally and fails under ``ATLAS_REQUIRE_SERVICES=1``, like
 
 Reusable pieces: ``signed_in(operator)`` (a page logged in as that operator), ``shot(page,
 name)`` (a full-page screenshot under ``ATLAS_TEST_ARTIFACTS``, default var/test-artifacts/),
-``dls_acme`` (Acme on the real cluster in isolation mode dls) and ``seed_memories(user)``.
+``dls_acme`` (Acme on the real cluster in isolation mode dls), ``seed_memories(user)`` and
+``busy_week`` (every dashboard chart with data).
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from django.utils import timezone
 
+from consolidation.models import ConsolidationRun
+from memory.models import RecallStat
 from memory.services import bookkeeping
 from memory.services.writes import (
     memory_turn_record,
@@ -27,7 +32,11 @@ from memory.services.writes import (
 )
 from tenants.models import Operator, Tenant, User
 from tests.conftest import PASSWORD, service_missing
-from tests.erasure.conftest import erasure_queue, erasure_worker  # noqa: F401 - a real worker
+from tests.erasure.conftest import (  # noqa: F401 - a real worker (each backend)
+    backend_worker,
+    erasure_queue,
+    erasure_worker,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -146,3 +155,26 @@ def seed_memories() -> Callable[[User], dict[str, Any]]:
         return {"old": old, "new": new, "playbook": playbook}
 
     return seed
+
+
+@pytest.fixture
+def busy_week(acme: Tenant, alice: User, bob: User) -> None:
+    """Memories of each type, a week of recalls at several latencies, consolidation runs that
+    succeeded and failed: every chart of the dashboard with every kind of series."""
+    memory_turn_record(user=alice, text="My hub drops wifi after 22:00")
+    memory_write(user=alice, text="Alice lives in Edinburgh", memory_type="semantic")
+    memory_write(
+        user=alice, text="Reset the hub", memory_type="procedural", name="hub reset",
+        trigger="hub offline", steps=["unplug", "hold reset", "re-pair"],
+    )  # fmt: skip
+    # An hour back: the hour a recall made now would count in is the recorder's own row.
+    now = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    for day in range(7):
+        for le_ms, count in ((50, 20 + day), (200, 5), (1000, 1)):
+            RecallStat.objects.create(
+                tenant=acme, hour=now - timedelta(days=day), le_ms=le_ms, count=count,
+                total_ms=count * le_ms * 0.6,
+            )  # fmt: skip
+    for user, status in ((alice, "done"), (alice, "done"), (alice, "failed"), (alice, "running")):
+        ConsolidationRun.objects.create(tenant=acme, user=user, trigger="daily", status=status)
+    ConsolidationRun.objects.create(tenant=acme, user=bob, trigger="daily", status="queued")

@@ -5,6 +5,7 @@ names, and a consolidation run is named by its user's id and time, not by primar
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,3 +101,33 @@ def test_accounts_and_end_users_have_distinct_names(
     assert tenant_page.locator("select#id_tenant").count() == 0
     assert tenant_page.inner_text("#content h1") == "Add an end user"
     shot(tenant_page, f"user-add-{theme}")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_end_user_page_says_end_users_and_its_breadcrumbs_lead_somewhere(
+    acme, alice, acme_admin, signed_in, shot, theme
+):
+    from memory.services.writes import memory_write
+
+    fact = memory_write(user=alice, text="Alice prefers tea", memory_type="semantic")
+    page = themed(signed_in(acme_admin), theme)
+    pages = [
+        "/admin/tenants/user/",
+        "/admin/tenants/user/add/",
+        f"/admin/tenants/user/{alice.pk}/change/",
+        f"/admin/tenants/user/{alice.pk}/memories/",
+        f"/admin/tenants/user/{alice.pk}/memories/search/",
+        f"/admin/tenants/user/{alice.pk}/memories/playbooks/",
+        f"/admin/tenants/user/{alice.pk}/memories/{fact.id}/history/",
+    ]
+    crumbs: set[str] = set()
+    for url in pages:
+        assert page.goto(url).status == 200, url
+        trail = page.inner_text(".breadcrumbs")
+        assert "End users" in trail, (url, trail)
+        assert not re.search(r"\bUsers\b", trail), (url, trail)  # never the bare model name
+        crumbs |= set(page.locator(".breadcrumbs a").evaluate_all("as => as.map(a => a.href)"))
+    shot(page, f"end-user-history-{theme}")
+    for link in sorted(crumbs):  # every breadcrumb leads to a page that opens
+        response = page.goto(link)
+        assert response is not None and response.status == 200, link

@@ -9,16 +9,24 @@ refused when posting a decision anyway."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from erasure.models import ForgetRequest
+from memory.services import bookkeeping
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
-from tenants.models import AuditEvent
+from memory.services.writes import memory_turn_record, memory_write
+from tenants.models import AuditEvent, Operator, Tenant, User
 from tenants.services.scoped_keys import scoped_key_provision
+from tests.celery_worker import worker_database_url
+from tests.conftest import _operator
+from tests.erasure.conftest import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 DONE_TIMEOUT_S = 90.0
@@ -132,3 +140,145 @@ def test_a_tenant_admin_opens_and_a_second_operator_approves_a_forget_request(
 def receipt_ids(receipt: dict[str, Any]) -> list[list[str]]:
     """The erased ids per index, from the receipt's JSON."""
     return [part.get("ids", []) for part in receipt["indices"].values()]
+
+
+def test_a_query_scoped_request_is_previewed_approved_by_a_second_operator_and_its_receipt_verifies(
+    backend_worker, settings, signed_in, shot, tmp_path
+):  # fmt: skip
+    """Issue 34, stories 2-4 on both backends with a real worker (``backend_worker``: the
+    embedded store and the real cluster): a new tenant has four eyes; the open form will not
+    go without a reason and a ticket; the opener gets the dry run but no approval; the second
+    operator's preview is refreshed when the data changed; the page follows the job by itself;
+    the downloaded receipt verifies with ``manage.py receipt_verify`` and a tampered copy does
+    not."""
+    tenant = Tenant.objects.create(slug="initech", name="Initech")  # a new tenant: four eyes
+    assert tenant.erasure_requires_second_operator is True
+    alice = User.objects.create(tenant=tenant, external_id="alice")
+    bob = User.objects.create(tenant=tenant, external_id="bob")
+    matching = [
+        memory_write(
+            user=alice, text=f"Alice moved to Baker Street, flat {n}", memory_type="semantic"
+        )
+        for n in range(2)
+    ]
+    matching.append(memory_turn_record(user=alice, text="I live on Baker St, flat 2").episode)
+    kept = memory_write(user=alice, text="Alice likes green tea", memory_type="semantic")
+    bobs = memory_write(user=bob, text="Bob lives on Baker St", memory_type="semantic")
+    bookkeeping.drain()
+    opener = signed_in(_operator("initech-admin", Operator.Role.TENANT_ADMIN, tenant))
+    approver = signed_in(_operator("second-admin", Operator.Role.PLATFORM_ADMIN, None))
+    backend_worker.start()
+
+    # The open form: the query, and no request without a reason and a ticket.
+    opener.goto(f"/admin/erasure/forgetrequest/add/?user={alice.pk}")
+    opener.select_option("#id_scope_kind", "query")
+    opener.fill("#id_query", "baker st")
+    opener.click("input[name=_save]")
+    for field in ("#id_reason", "#id_ticket"):
+        assert opener.locator(field).evaluate("f => f.required && !f.validity.valid")
+    assert ForgetRequest.objects.count() == 0  # the browser kept the form
+    opener.fill("#id_reason", "Subject access request by mail")
+    opener.fill("#id_ticket", "DPO-42")
+    both_schemes(opener, shot, "query-open")
+    opener.click("input[name=_save]")
+    opener.wait_for_selector("#forget-request-preview")
+    request = ForgetRequest.objects.get(user=alice)
+    assert request.scope == "query" and request.ticket == "DPO-42"
+
+    # The opener: a dry run (counts per type, the span, a sample), never the approve action.
+    preview = opener.inner_text("#erasure-preview")
+    for line in ("semantic\t2", "episodic\t1", "total\t3"):
+        assert line in preview, preview
+    assert "Stored between" in opener.inner_text("#erasure-span")
+    assert "Baker St, flat 2" in opener.inner_text("#erasure-sample")
+    assert opener.locator("input[name=approve]").count() == 0
+    assert opener.locator("#four-eyes-note").is_visible()
+    both_schemes(opener, shot, "query-pending-opener")
+
+    # The second operator reviews; the data changes before they confirm: the new preview.
+    approver.goto(f"/admin/erasure/forgetrequest/{request.pk}/change/")
+    approver.click("input[name=approve]")
+    approver.wait_for_selector("#approve-confirmation")
+    assert approver.input_value("#approve-confirmation input[name=approve]") == "Yes, erase these 3"
+    assert bobs.text not in approver.content()  # Bob's memory is not in Alice's preview
+    late = memory_write(user=alice, text="Alice's Baker St key code", memory_type="semantic")
+    bookkeeping.drain()
+    approver.click("#approve-confirmation input[name=approve]")
+    approver.wait_for_selector("text=changed since the preview")
+    assert approver.input_value("#approve-confirmation input[name=approve]") == "Yes, erase these 4"
+    assert late.text in approver.inner_text("#erasure-sample")
+    request.refresh_from_db()
+    assert request.status == ForgetRequest.Status.PENDING  # nothing approved blind
+    both_schemes(approver, shot, "query-preview-refreshed")
+    approver.click("#approve-confirmation input[name=approve]")
+
+    # The page follows the job by itself (no reload by the test) until it is done.
+    approver.wait_for_selector("#forget-request-progress")
+    approver.wait_for_function(
+        "document.querySelector('#content-main') &&"
+        " document.querySelector('#content-main').innerText.includes('Done')",
+        timeout=DONE_TIMEOUT_S * 1000,
+    )
+    request.refresh_from_db()
+    assert request.status == ForgetRequest.Status.DONE, backend_worker.output()[-3000:]
+    assert request.query == ""  # wiped once resolved; the receipt keeps its hash
+    both_schemes(approver, shot, "query-done")
+
+    # The receipt as a document: a printable page and signed JSON, ids and hashes, no text.
+    approver.click("text=View receipt")
+    approver.wait_for_selector("#receipt-json")
+    assert approver.locator("#receipt-document").is_visible()
+    approver.emulate_media(media="print")
+    assert not approver.locator(".receipt-actions").is_visible()  # printed: the document only
+    approver.emulate_media(media="screen")
+    both_schemes(approver, shot, "query-receipt")
+    with approver.expect_download() as downloaded:
+        approver.click("#receipt-download")
+    assert downloaded.value.suggested_filename == f"atlas-erasure-receipt-{request.pk}.json"
+    good = tmp_path / downloaded.value.suggested_filename
+    downloaded.value.save_as(good)
+    text = good.read_text()
+    assert "Baker" not in text and "baker" not in text
+    document = json.loads(text)
+    receipt = document["receipt"]
+    assert receipt["previewed_at_open"]["total"] == 3 and receipt["total_deleted"] == 4
+    assert receipt["previewed_at_approval"]["total"] == 4 and len(receipt["query_sha256"]) == 64
+    assert receipt["previewed_at_approval"]["ids_sha256"] == receipt["erased_ids_sha256"]
+
+    # The documented command: the downloaded file verifies, a tampered copy is refused.
+    verified = receipt_verify_command(good, settings)
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.startswith(f"VALID: receipt of forget request {request.pk}")
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(dict(document, receipt={**receipt, "total_deleted": 3})))
+    refused = receipt_verify_command(tampered, settings)
+    assert refused.returncode == 1 and "INVALID: The content hash does not match" in refused.stderr
+    other_key = receipt_verify_command(good, settings, key="another deployment's key")
+    assert other_key.returncode == 1 and "INVALID: Signed under another key" in other_key.stderr
+
+    # Exactly what was approved is gone; the rest of Alice's and all of Bob's stay.
+    store = backend()
+    assert store.get_many(user_read_scope(alice), [m.id for m in [*matching, late]]) == []
+    assert store.get(user_read_scope(alice), kept.id) is not None
+    assert store.get(user_read_scope(bob), bobs.id) is not None
+
+
+def receipt_verify_command(
+    path: Path, settings: Any, key: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python manage.py receipt_verify FILE`` as an operator runs it, under this deployment's
+    receipt key (or ``key``)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": worker_database_url(),  # this deployment: its database, its cluster
+        "ATLAS_DEPLOYMENT_ID": settings.ATLAS_DEPLOYMENT_ID,
+        "ATLAS_MEMORY_BACKEND": settings.ATLAS_MEMORY_BACKEND,
+        "ATLAS_ES_URL": settings.ATLAS_ES_URL,
+        "ATLAS_ES_INDEX_PREFIX": settings.ATLAS_ES_INDEX_PREFIX,
+        "ATLAS_EMBEDDED_PATH": settings.ATLAS_EMBEDDED_PATH,
+        "ATLAS_RECEIPT_KEY": key or settings.ATLAS_RECEIPT_KEY,
+    }
+    return subprocess.run(  # noqa: S603 - fixed argv
+        [sys.executable, "manage.py", "receipt_verify", str(path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip

@@ -45,3 +45,31 @@ def test_the_platform_overview_lists_every_tenant_with_its_columns(
 
     page.click(f"#tenant-{acme.pk} a")
     page.wait_for_selector("#panel-memories")
+
+
+def test_the_overview_pages_through_more_than_five_hundred_tenants(
+    acme, platform_admin, signed_in, shot
+):
+    from tenants.admin.site import OVERVIEW_PAGE_SIZE
+    from tenants.models import Tenant
+
+    Tenant.objects.bulk_create(
+        [Tenant(name=f"Tenant {n:04d}", slug=f"tenant-{n:04d}") for n in range(520)]
+    )
+    total = Tenant.objects.count()
+    last_page = -(-total // OVERVIEW_PAGE_SIZE)
+    page = signed_in(platform_admin)
+    page.goto("/admin/overview/")
+    assert page.locator("tr.tenant-row").count() == OVERVIEW_PAGE_SIZE
+    assert f"of {total} (page 1 of {last_page})" in page.inner_text("#overview-pages")
+    first_rows = page.locator("tr.tenant-row").evaluate_all("rows => rows.map(r => r.id)")
+    page.click("#overview-next")
+    page.wait_for_url("**/admin/overview/?page=2")
+    second_rows = page.locator("tr.tenant-row").evaluate_all("rows => rows.map(r => r.id)")
+    assert len(second_rows) == OVERVIEW_PAGE_SIZE and not set(first_rows) & set(second_rows)
+    page.goto(f"/admin/overview/?page={last_page}")
+    assert page.locator("tr.tenant-row").count() == total - (last_page - 1) * OVERVIEW_PAGE_SIZE
+    assert page.locator("#overview-next").count() == 0
+    page.click("#overview-previous")
+    page.wait_for_url(f"**/admin/overview/?page={last_page - 1}")
+    shot(page, "platform-overview-paged")

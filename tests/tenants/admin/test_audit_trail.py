@@ -152,3 +152,14 @@ def test_the_trail_stays_append_only_in_the_admin(trail, platform_client):
     )
     event.refresh_from_db()
     assert event.action != "tampered"
+
+
+def test_the_tenant_column_is_shown_only_to_operators_of_several_tenants(
+    trail, platform_client, acme_client, auditor_client
+):
+    url = reverse("admin:tenants_auditevent_changelist")
+
+    assert 'column-tenant"' in platform_client.get(url).content.decode()
+    for client in (acme_client, auditor_client):  # one tenant: the same word on every row
+        page = client.get(url).content.decode()
+        assert 'column-tenant"' not in page and 'column-request_link"' in page

@@ -285,7 +285,7 @@ def test_charts_colour_states_by_meaning_and_follow_the_theme():
 
     svg = str(charts.stacked_bars("Runs per day", ["1 Dec"], {"failed": [1], "done": [2]}))
 
-    assert 'fill="#ba2121"><title>1 Dec: 1 failed' in svg  # failed is red, first or not
+    assert 'fill="#c94a3f"><title>1 Dec: 1 failed' in svg  # failed is red, first or not
     assert 'fill="#2e7d32"><title>1 Dec: 2 done' in svg
     assert ">Runs per day</text>" in svg  # a visible title
     assert "<text" in svg and all(
@@ -346,3 +346,30 @@ def test_the_consolidation_panel_is_hidden_while_consolidation_is_off_and_idle(
 
     ConsolidationRun.objects.create(tenant=acme, user=alice, trigger="on_demand", status="done")
     assert 'id="panel-consolidation"' in acme_client.get(board(acme)).content.decode()
+
+
+def test_every_series_colour_stands_out_on_the_light_and_the_dark_background():
+    """WCAG 2.1's 3:1 for graphical objects against Django's light (#fff) and dark (#121212)
+    page backgrounds (the browser test measures the computed colours on the page)."""
+    from tenants.admin import charts
+
+    def luminance(colour: str) -> float:
+        def linear(v: int) -> float:
+            c = v / 255
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+        r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+
+    def contrast(a: str, b: str) -> float:
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    colours = {*charts.PALETTE, *charts.STATE_COLOURS.values()}
+    faint = {
+        (colour, background): round(contrast(colour, background), 2)
+        for colour in colours
+        for background in ("#ffffff", "#121212")
+        if contrast(colour, background) < 3.0
+    }
+    assert faint == {}

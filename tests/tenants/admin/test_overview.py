@@ -135,3 +135,46 @@ def test_only_platform_admins_reach_the_overview_and_see_its_link(
     assert reverse(OVERVIEW) in index and "Platform overview" in index
     listing = acme_client.get(reverse("admin:tenants_user_changelist")).content.decode()
     assert reverse(OVERVIEW) not in listing
+
+
+def test_more_than_five_hundred_tenants_are_paged_each_on_exactly_one_page(
+    store, no_cluster, acme, platform_client, django_assert_max_num_queries
+):
+    from tenants.admin.site import OVERVIEW_PAGE_SIZE
+
+    # 530 more tenants, two of them named like Acme (a stable order keeps each on one page).
+    Tenant.objects.bulk_create(
+        [Tenant(name=f"Tenant {n:04d}", slug=f"tenant-{n:04d}") for n in range(528)]
+        + [Tenant(name="Acme", slug=f"acme-{n}") for n in range(2)]
+    )
+    total = Tenant.objects.count()
+    assert total == 531 and total > OVERVIEW_PAGE_SIZE
+    pages = -(-total // OVERVIEW_PAGE_SIZE)
+
+    def ids(page: str) -> list[str]:
+        import re
+
+        return re.findall(r'class="tenant-row" id="tenant-(\d+)"', page)
+
+    first = platform_client.get(reverse(OVERVIEW)).content.decode()
+    assert f"Tenants 1 to {OVERVIEW_PAGE_SIZE} of {total} (page 1 of {pages})" in first
+    assert 'id="overview-previous"' not in first and "?page=2" in first
+    with CaptureQueriesContext(connection) as captured:
+        platform_client.get(reverse(OVERVIEW), {"page": 2})
+    seen: list[str] = []
+    for number in range(1, pages + 1):
+        with django_assert_max_num_queries(len(captured)):  # the same reads on every page
+            page = platform_client.get(reverse(OVERVIEW), {"page": number}).content.decode()
+        rows = OVERVIEW_PAGE_SIZE if number < pages else total - (pages - 1) * OVERVIEW_PAGE_SIZE
+        assert len(ids(page)) == rows
+        seen += ids(page)
+    assert sorted(seen) == sorted(str(pk) for pk in Tenant.objects.values_list("pk", flat=True))
+    assert len(set(seen)) == total  # every tenant exactly once
+    last = platform_client.get(reverse(OVERVIEW), {"page": pages}).content.decode()
+    assert 'id="overview-next"' not in last and f"page {pages} of {pages}" in last
+
+    # A page number that is no page answers the nearest page, never an error.
+    for bad in ("0", "-3", "999", "abc", "1\x00"):
+        response = platform_client.get(reverse(OVERVIEW), {"page": bad})
+        assert response.status_code == 200, bad
+        assert len(ids(response.content.decode())) > 0
