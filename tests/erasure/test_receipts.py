@@ -4,6 +4,10 @@ another deployment's key, is refused with what does not hold."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -66,3 +70,26 @@ def test_a_request_without_a_receipt_has_no_document(acme, alice):
 
     with pytest.raises(NotFound):
         receipt_document(request=pending)
+
+
+def test_the_command_verifies_a_file_without_the_deployments_database(finished, tmp_path, settings):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(receipt_document(request=finished)))
+    env = dict(os.environ, ATLAS_RECEIPT_KEY=settings.ATLAS_RECEIPT_KEY,
+               DATABASE_URL="postgres://nobody:x@127.0.0.1:9/absent")  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+
+    def verify(file):
+        return subprocess.run(  # noqa: S603 - fixed argv
+            [sys.executable, "manage.py", "receipt_verify", str(file)], cwd=root,
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    good = verify(path)
+    path.write_text(path.read_text().replace('"total_deleted": 3', '"total_deleted": 2'))
+    tampered = verify(path)
+
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.startswith("VALID:")
+    assert tampered.returncode == 1
+    assert "INVALID" in tampered.stderr

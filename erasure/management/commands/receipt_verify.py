@@ -17,6 +17,9 @@ from erasure.services.receipts import receipt_verify
 
 class Command(BaseCommand):
     help = "Verify an erasure receipt (JSON downloaded from the admin): hash and signature."
+    # A receipt is checked with the key alone: an auditor verifies a file on a machine without
+    # the deployment's database or cluster, so the system checks (which reach both) do not run.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="The receipt JSON file ('-' reads standard input).")
