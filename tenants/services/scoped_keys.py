@@ -59,14 +59,16 @@ READER_PRIVILEGES = ["indices:data/read/search", "indices:data/read/msearch"]
 
 
 def key_indices(cluster: Cluster, user: User) -> list[str]:
-    """Exactly the indices the user's recall reads: the tenant's index (its catalog, and the
-    user's documents) and, under per-user statistics, the user's own index."""
+    """Exactly the indices the user's reads need: the tenant's index (its catalog, and the
+    user's documents) and, under per-user statistics, the user's own index; and the archive
+    beside the index of the user's documents (their superseded facts, for the reads that ask
+    for them: include_superseded, history)."""
     config = cluster.config
     tenant_id = user.memory_tenant_id
     names = [config.tenant_index(tenant_id)]
     if user.tenant.statistics_scope == user.tenant.StatisticsScope.USER:
         names.insert(0, config.user_index(tenant_id, user.memory_id))
-    return names
+    return [*names, config.archive_index(names[0])]
 
 
 def role_descriptors(*, indices: list[str], tenant_id: str, user_id: str) -> dict[str, Any]:

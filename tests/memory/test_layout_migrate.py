@@ -110,6 +110,6 @@ def test_a_change_of_statistics_scope_moves_a_users_documents(cluster):
     assert key is not None
     info = writer.security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
     names = info["role_descriptors"]["atlas_memory_reader"]["indices"][0]["names"]
-    assert names == [user_index, cluster.tenant_index(acme.memory_id)]
+    assert names == [user_index, cluster.tenant_index(acme.memory_id), f"{user_index}-archive"]
     hits = memory_recall(user=User.objects.get(pk=alice.pk), query="tea", track_usage=False).hits
     assert [h.doc.text for h in hits] == ["alice prefers green tea"]

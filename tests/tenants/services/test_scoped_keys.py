@@ -144,12 +144,13 @@ def test_a_scoped_key_has_search_only(es, seeded, alice, bob):
     assert msearch["responses"][0]["hits"]["total"]["value"] == 7
 
 
-def test_a_key_names_exactly_its_tenant_index_and_expires(es, alice):
+def test_a_key_names_exactly_its_tenant_index_its_archive_and_expires(es, alice):
     key = scoped_key_provision(user=alice)
     info = admin_client(es).security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
     role = info["role_descriptors"]["atlas_memory_reader"]["indices"]
 
-    assert [r["names"] for r in role] == [[es.tenant_index(alice.memory_tenant_id)]]
+    index = es.tenant_index(alice.memory_tenant_id)
+    assert [r["names"] for r in role] == [[index, f"{index}-archive"]]
     assert sorted(role[0]["privileges"]) == [
         "indices:data/read/msearch",
         "indices:data/read/search",
