@@ -60,6 +60,7 @@ def test_the_role_holds_exactly_the_declared_privileges(es, role_user):
             "manage_index_templates",
             "manage_own_api_key",
             "monitor",
+            "read_ilm",
         ]
     )
     assert [i["names"] for i in role["indices"]] == [[f"{prefix}-*"]]

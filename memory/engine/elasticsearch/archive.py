@@ -10,9 +10,9 @@ restore carry it), the deployment check, the memory totals. A user's scoped key 
 (``tenants.services.scoped_keys``) so that reads of superseded facts run as the user.
 
 Where the cluster has index lifecycle management, an archive index is created under the
-``<prefix>-archive`` policy (``archive_policy``: hot, then warm, then cold; installed with the
-administrator's credential by ``manage.py es_platform_role``); where it has none (the
-integ-test distribution), the index is created without one and ``ilm_available`` says so.
+``<prefix>-archive`` policy (``atlas_platform.archive_policy``: hot, then warm, then cold;
+installed with the administrator's credential by ``manage.py es_platform_role``); where it has
+none (the integ-test distribution), the index is created without one.
 
 Moving is copy, refresh, then a conditional delete from the hot index: a fact is readable in
 one place at every moment; a hot copy changed meanwhile (a usage bump) stays and its archive
@@ -22,13 +22,10 @@ copy is taken back (the next run moves it).
 from __future__ import annotations
 
 import functools
-import json
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, NotFoundError
-
+from atlas_platform.archive_policy import ilm_available, policy_name
 from atlas_platform.cluster import ARCHIVE_SUFFIX
 from memory.engine.base import EngineError
 from memory.engine.elasticsearch.client import Connection, call
@@ -36,9 +33,6 @@ from memory.engine.types import ReadScope
 
 Json = dict[str, Any]
 SUFFIX = ARCHIVE_SUFFIX
-POLICY_FILE = (
-    Path(__file__).resolve().parents[3] / "deploy" / "elasticsearch" / "archive-ilm-policy.json"
-)
 
 
 def archive_index(conn: Connection, tenant_id: str, user_id: str | None) -> str:
@@ -53,30 +47,6 @@ def is_archive(index: str) -> bool:
 def scope_archives(conn: Connection, scope: ReadScope) -> list[str]:
     """The archive a scope's superseded facts can be in (a catalog scope has none)."""
     return [] if scope.user_id is None else [archive_index(conn, scope.tenant_id, scope.user_id)]
-
-
-def policy_name(prefix: str) -> str:
-    return f"{prefix}-archive"
-
-
-def archive_policy() -> Json:
-    """The archive indices' lifecycle policy (deploy/elasticsearch/archive-ilm-policy.json)."""
-    policy: Json = json.loads(POLICY_FILE.read_text())
-    return policy
-
-
-def ilm_available(client: Elasticsearch) -> bool:
-    """Whether the cluster runs index lifecycle management (the integ-test distribution has
-    no ILM module: no handler for ``_ilm/status``)."""
-    try:
-        status = client.ilm.get_status()
-    except (BadRequestError, NotFoundError):
-        return False
-    except ApiError as exc:  # 403: the credential may not read ILM; treat as absent
-        if exc.status_code == 403:
-            return False
-        raise
-    return bool(status.get("operation_mode"))
 
 
 def ensure_index(conn: Connection, index: str) -> None:

@@ -72,6 +72,9 @@ class EmbeddedBackend(MemoryBackend):
         with self._store.transaction(write=True) as conn:
             for statement in SCHEMA:
                 conn.execute(statement)
+            # The archive's view names memories' columns: made again after a migration's
+            # ALTER TABLE (which a view over the table would refuse).
+            conn.execute("DROP VIEW IF EXISTS memories_all")
             migrate(conn)
             for statement in archive.SCHEMA:
                 conn.execute(statement)
