@@ -5,7 +5,8 @@
 archive (``memory_archive_superseded``; on Elasticsearch the archive index beside the hot one,
 embedded a table outside the recall snapshots). Nothing is deleted, so a legal hold or an open
 forget request does not stop it: the fact is read, exported and erased from the archive as
-before. One ``archive.superseded`` audit event per user with the count. How long archived
+before. Under ``dls`` a user's key made before the archive existed is rotated, so that their
+reads of superseded facts (which run as the key) reach it. One ``archive.superseded`` audit event per user with the count. How long archived
 facts are kept is retention's (``Tenant.archive_retention_days``, ``retention.py``).
 """
 
@@ -20,6 +21,7 @@ from django.utils import timezone
 from memory.public import memory_archive_superseded
 from tenants.models import Tenant
 from tenants.services.audit import audit_record
+from tenants.services.scoped_keys import scoped_key_ensure_indices
 
 
 @dataclass
@@ -40,6 +42,10 @@ def archive_superseded(*, now: datetime | None = None) -> ArchiveRun:
             moved = memory_archive_superseded(
                 tenant_id=tenant.memory_id, user_id=user.memory_id, before=before
             )
+            if moved and tenant.isolation_mode == Tenant.IsolationMode.DLS:
+                # The user's reads of superseded facts run as their key: it must name the
+                # archive (a key made before the archive existed is rotated).
+                scoped_key_ensure_indices(user=user)
             if moved:
                 with transaction.atomic():
                     audit_record(

@@ -164,3 +164,27 @@ def test_a_backup_carries_the_archive_and_a_restore_brings_it_back(
     assert old not in recalled(alice, "where does the sister live Lisbon")
     # The manifest's counts hold the archived fact (three facts, one of them archived).
     assert manifest["counts"][acme.memory_id]["memories"] == {"semantic": 3}
+
+
+@pytest.mark.django_db
+def test_under_dls_a_key_made_before_the_archive_is_rotated_so_the_user_reads_it(
+    es: Any, settings: Any, monkeypatch: Any
+) -> None:
+    from tenants.services import scoped_keys
+
+    settings.ATLAS_MEMORY_BACKEND = "elasticsearch"
+    acme = Tenant.objects.create(slug="acme", name="Acme", isolation_mode="dls")
+    alice = User.objects.create(tenant=acme, external_id="alice")
+    index = es.tenant_index(acme.memory_id)
+    with monkeypatch.context() as before_the_archive:
+        before_the_archive.setattr(scoped_keys, "key_indices", lambda cluster, user: [index])
+        scoped_key_provision(user=alice)
+    old, _, _ = moved_chain(alice)
+    tenant_update(tenant=acme, archive_after_days=0)
+
+    archive_superseded(now=timezone.now() + timedelta(seconds=1))
+
+    assert archived(alice) == 1
+    assert AuditEvent.objects.filter(action="key.rotate", subject_user=alice).count() == 1
+    assert old in recalled(alice, "where does the sister live Lisbon", include_superseded=True)
+    assert memory_get(user=alice, memory_id=old).id == old
