@@ -6,8 +6,9 @@ archive (``memory_archive_superseded``; on Elasticsearch the archive index besid
 embedded a table outside the recall snapshots). Nothing is deleted, so a legal hold or an open
 forget request does not stop it: the fact is read, exported and erased from the archive as
 before. Under ``dls`` a user's key made before the archive existed is rotated, so that their
-reads of superseded facts (which run as the key) reach it. One ``archive.superseded`` audit event per user with the count. How long archived
-facts are kept is retention's (``Tenant.archive_retention_days``, ``retention.py``).
+reads of superseded facts (which run as the key) reach it. One ``archive.superseded`` audit
+event per user with the count. How long archived facts are kept is retention's
+(``Tenant.archive_retention_days``, ``retention.py``).
 """
 
 from __future__ import annotations
