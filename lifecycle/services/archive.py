@@ -40,13 +40,14 @@ def archive_superseded(*, now: datetime | None = None) -> ArchiveRun:
         before = moment - timedelta(days=tenant.archive_after_days)
         run.moved[tenant.slug] = 0
         for user in tenant.users.order_by("pk"):
+            if tenant.isolation_mode == Tenant.IsolationMode.DLS:
+                # The user's reads of superseded facts run as their key: it must name the
+                # archive before a fact moves there (a key made before the archive existed is
+                # rotated; one read of the key per user and run otherwise).
+                scoped_key_ensure_indices(user=user)
             moved = memory_archive_superseded(
                 tenant_id=tenant.memory_id, user_id=user.memory_id, before=before
             )
-            if moved and tenant.isolation_mode == Tenant.IsolationMode.DLS:
-                # The user's reads of superseded facts run as their key: it must name the
-                # archive (a key made before the archive existed is rotated).
-                scoped_key_ensure_indices(user=user)
             if moved:
                 with transaction.atomic():
                     audit_record(
