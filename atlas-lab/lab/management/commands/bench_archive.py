@@ -27,7 +27,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from lab.management.commands.bench import Command as Bench
-from lab.management.commands.bench import bench_user, percentiles, synthetic_text
+from lab.management.commands.bench import (
+    bench_user,
+    bench_user_remove,
+    percentiles,
+    synthetic_text,
+)
 from lab.management.commands.eval_recall import SWITCHED_SETTINGS
 from lab.management.commands.eval_recall import Command as EvalCommand
 
@@ -94,12 +99,19 @@ class Command(BaseCommand):
         report["archived_count"] = memory_archived_count(**ids)
         report["after"] = self._phase(users, queries)
         report["loadavg_end"] = load_average()
+        for user in users.values():  # their keys withdrawn, their rows gone
+            bench_user_remove(user)
         return report
 
     def _supersede(self, users: dict[str, Any], count: int, rng: random.Random) -> None:
         """``count`` facts for "many", superseded ``CHAIN`` at a time by newer ones; the newer
         facts for "none" too (as plain facts)."""
-        from memory.public import ImportedMemory, memory_import, memory_write
+        from memory.public import (
+            ImportedMemory,
+            memory_import,
+            memory_write,
+            memory_writes_together,
+        )
 
         now = datetime.now(UTC)
         texts = [synthetic_text(rng) for _ in range(count)]
@@ -110,15 +122,17 @@ class Command(BaseCommand):
                 for text in texts[start : start + 500]
             ]
             old += [doc.id for doc in memory_import(user=users["many"], memories=batch)]
-        for start in range(0, len(old), CHAIN):
-            text = synthetic_text(rng)
-            memory_write(
-                user=users["many"],
-                text=text,
-                memory_type="semantic",
-                supersedes=old[start : start + CHAIN],
-            )
-            memory_write(user=users["none"], text=text, memory_type="semantic")
+        newer = [synthetic_text(rng) for _ in range(0, len(old), CHAIN)]
+        # One embedding call and one refresh for the lot, not one per write.
+        with memory_writes_together(newer):
+            for start, text in zip(range(0, len(old), CHAIN), newer, strict=True):
+                memory_write(
+                    user=users["many"],
+                    text=text,
+                    memory_type="semantic",
+                    supersedes=old[start : start + CHAIN],
+                )
+                memory_write(user=users["none"], text=text, memory_type="semantic")
 
     def _phase(self, users: dict[str, Any], queries: list[str]) -> dict[str, Any]:
         from memory.public import embedder, memory_recall
