@@ -240,27 +240,37 @@ class EmbeddedBackend(MemoryBackend):
         after = ("", "")
         if search_after is not None:
             after = (sortable(datetime.fromisoformat(search_after[0])), search_after[1])
+        # Each table on its own (its index on (owner, created_at, id)), then merged: a query of
+        # the memories_all view with this WHERE would scan both tables whole.
+        tables = (
+            ("memories", "memories_archive")
+            if include_superseded or only_superseded
+            else ("memories",)
+        )
+        rows: list[tuple[str, str, str]] = []
         with self._store.transaction() as conn:
-            rows = conn.execute(
-                "SELECT source FROM memories_all"
-                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
-                " AND memory_type IN (SELECT value FROM json_each(?))"
-                " AND (? OR superseded_by IS NULL) AND (NOT ? OR superseded_by IS NOT NULL)"
-                " AND created_at >= ? AND created_at <= ?"
-                " AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                (
-                    json.dumps(owners),
-                    scope.tenant_id,
-                    json.dumps(memory_types),
-                    include_superseded or only_superseded,
-                    only_superseded,
-                    sortable(created_from) if created_from else "",
-                    sortable(created_to) if created_to else "~",  # "~" sorts after any date
-                    *after,
-                    limit,
-                ),
-            ).fetchall()
-        return [decode(source) for (source,) in rows]
+            for table in tables:
+                rows += conn.execute(
+                    f"SELECT created_at, id, source FROM {table}"  # noqa: S608 - fixed names
+                    " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                    " AND memory_type IN (SELECT value FROM json_each(?))"
+                    " AND (? OR superseded_by IS NULL) AND (NOT ? OR superseded_by IS NOT NULL)"
+                    " AND created_at >= ? AND created_at <= ?"
+                    " AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                    (
+                        json.dumps(owners),
+                        scope.tenant_id,
+                        json.dumps(memory_types),
+                        include_superseded or only_superseded,
+                        only_superseded,
+                        sortable(created_from) if created_from else "",
+                        sortable(created_to) if created_to else "~",  # "~" sorts after any date
+                        *after,
+                        limit,
+                    ),
+                ).fetchall()
+        rows.sort()
+        return [decode(source) for _, _, source in rows[: max(0, limit)]]
 
     def previous_turn(
         self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
@@ -316,14 +326,17 @@ class EmbeddedBackend(MemoryBackend):
         return datetime.fromisoformat(latest).replace(tzinfo=UTC) if latest else None
 
     def count(self, scope: ReadScope) -> dict[str, int]:
+        counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
         with self._store.transaction() as conn:
-            rows = conn.execute(
-                "SELECT memory_type, count(*) FROM memories_all"
-                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
-                " GROUP BY memory_type",
-                (json.dumps(scope_owners(scope)), scope.tenant_id),
-            ).fetchall()
-        return dict.fromkeys(MEMORY_TYPES, 0) | {kind: int(n) for kind, n in rows}
+            for table in ("memories", "memories_archive"):  # each by its owner index
+                for kind, n in conn.execute(
+                    f"SELECT memory_type, count(*) FROM {table}"  # noqa: S608 - fixed names
+                    " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                    " GROUP BY memory_type",
+                    (json.dumps(scope_owners(scope)), scope.tenant_id),
+                ):
+                    counts[kind] += int(n)
+        return counts
 
     def tenant_memory_totals(self, tenant_ids: list[str]) -> dict[str, int]:
         with self._store.transaction() as conn:
@@ -367,12 +380,17 @@ class EmbeddedBackend(MemoryBackend):
     ) -> list[str]:
         require_personal(memory_type)
         where, params = user_where(tenant_id, user_id, memory_type, among)
+        ids: list[str] = []
         with self._store.transaction() as conn:
-            rows = conn.execute(
-                f"SELECT id FROM memories_all WHERE {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
-                (*params, max(0, limit)),
-            ).fetchall()
-        return [row[0] for row in rows]
+            for table in ("memories", "memories_archive"):  # each by its own index, merged
+                ids += [
+                    row[0]
+                    for row in conn.execute(
+                        f"SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
+                        (*params, max(0, limit)),
+                    )
+                ]
+        return sorted(ids)[: max(0, limit)]
 
     def count_ids(
         self,
@@ -385,11 +403,15 @@ class EmbeddedBackend(MemoryBackend):
         require_personal(memory_type)
         where, params = user_where(tenant_id, user_id, memory_type, among)
         with self._store.transaction() as conn:
-            (n,) = conn.execute(
-                f"SELECT count(*) FROM memories_all WHERE {where}",  # noqa: S608 - fixed text
-                params,
-            ).fetchone()
-        return int(n)
+            return sum(
+                int(
+                    conn.execute(
+                        f"SELECT count(*) FROM {table} WHERE {where}",  # noqa: S608 - fixed text
+                        params,
+                    ).fetchone()[0]
+                )
+                for table in ("memories", "memories_archive")
+            )
 
     # --- the archive (``archive``: a table outside the recall snapshots) -------------------------
     def archive_superseded(
