@@ -95,7 +95,14 @@ class ClusterConfig:
         """The index of one user's documents under per-user statistics."""
         return f"{self.tenant_index(tenant_id)}-u-{_name_part(user_id)}"
 
+    @staticmethod
+    def archive_index(hot_index: str) -> str:
+        """The archive of superseded facts beside a tenant's or user's index (a name part has
+        no hyphen, so it is no other index's name; memory.engine.elasticsearch.archive)."""
+        return f"{hot_index}{ARCHIVE_SUFFIX}"
 
+
+ARCHIVE_SUFFIX = "-archive"
 _NAME_PART = re.compile(r"[a-z0-9][a-z0-9_]{0,63}")
 
 

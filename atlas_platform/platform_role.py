@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from atlas_platform.archive_policy import ArchiveTiers, archive_policy_install
 from atlas_platform.cluster import Cluster, cluster_call
 
 ROLE_FILE = Path(__file__).resolve().parents[1] / "deploy" / "elasticsearch" / "platform-role.json"
@@ -23,8 +24,9 @@ def platform_role(prefix: str) -> dict[str, Any]:
 
 def platform_role_apply(
     admin: Cluster, *, role: str, username: str, password: str, prefix: str
-) -> None:
-    """Put the role and a native user holding only it (idempotent: both are replaced)."""
+) -> ArchiveTiers:
+    """Put the role and a native user holding only it (idempotent: both are replaced), and
+    the archive indices' lifecycle policy where the cluster has ILM (what it has: returned)."""
     body = platform_role(prefix)
     cluster_call(
         "put the platform role",
@@ -42,6 +44,7 @@ def platform_role_apply(
             username=username, password=password, roles=[role], full_name="Atlas platform"
         ),
     )
+    return archive_policy_install(admin, prefix=prefix)
 
 
 def platform_role_remove(admin: Cluster, *, role: str, username: str) -> None:

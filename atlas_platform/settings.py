@@ -260,6 +260,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "lifecycle.retention_enforce",
         "schedule": env.float("ATLAS_RETENTION_EVERY_S", default=24 * 3600.0),
     },
+    # Tenants' superseded facts out of the hot index into their archive
+    # (lifecycle.services.archive; Tenant.archive_after_days).
+    "lifecycle-archive": {
+        "task": "lifecycle.archive_superseded",
+        "schedule": env.float("ATLAS_ARCHIVE_EVERY_S", default=24 * 3600.0),
+    },
 }
 
 # Shared with gunicorn (deploy/gunicorn.conf.py), which takes it in lower case: any case works.

@@ -70,6 +70,9 @@ _HOMES: dict[str, str] = {
     "memory_store_empty": "memory.services.backup",
     "memory_store_restore": "memory.services.backup",
     "memory_ids_stored_before": "memory.selectors",
+    "memory_archive_superseded": "memory.services.archive",
+    "memory_archive_expire": "memory.services.archive",
+    "memory_archived_count": "memory.services.archive",
     # start-up
     "refuse_foreign_indices": "memory.services.startup",
     # the embedding model: the configured one, and the hook for other embedders (the lab's
@@ -138,6 +141,11 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
         memory_previous_turn as memory_previous_turn,
         memory_remaining_count as memory_remaining_count,
         memory_supporting_episode_ids as memory_supporting_episode_ids,
+    )
+    from memory.services.archive import (
+        memory_archive_expire as memory_archive_expire,
+        memory_archive_superseded as memory_archive_superseded,
+        memory_archived_count as memory_archived_count,
     )
     from memory.services.backup import (
         memory_store_backup as memory_store_backup,

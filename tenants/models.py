@@ -130,6 +130,26 @@ class Tenant(models.Model):
             "deployment's floor, ATLAS_AUDIT_RETENTION_FLOOR_DAYS)."
         ),
     )
+    # The archive (deploy/README.md, "Archive of superseded facts"): beat
+    # (``lifecycle.archive_superseded``) moves superseded facts out of the hot index; retention
+    # deletes archived ones. Empty: never archive / keep archived facts forever.
+    archive_after_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Move facts superseded longer ago than this out of the hot index into the "
+            "tenant's archive (still shown, exported and erased; recall searches them only "
+            "when superseded facts are asked for). Empty: never."
+        ),
+    )
+    archive_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Delete archived facts superseded longer ago than this (never a held user's or "
+            "one an open forget request names). Empty: keep them forever."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -27,6 +27,7 @@ from erasure.services.preview import haystack
 from erasure.services.requests import ERASURE_LEASE
 from memory.public import (
     ERASABLE_TYPES,
+    memory_archived_count,
     memory_erase_page,
     memory_expunge_deleted,
     memory_expunge_later,
@@ -101,6 +102,8 @@ class _Job:
         self.request, self.owner = request, owner
         self.tenant_id, self.user_id = request.tenant.memory_id, request.user_ref
         self.user = {"tenant_id": self.tenant_id, "user_id": self.user_id}
+        self.archived_found = 0  # of the targets, archived facts when this run started
+        self.archived_remaining = 0  # and after the erasure (0: verified)
 
     # --- steps -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -114,9 +117,13 @@ class _Job:
             delete_user=self.request.delete_user_record,
             forget_request=self.request.pk,
         )
+        # Archived facts are erased with the rest (the erase pages reach the archive too);
+        # counted first so that the receipt says how many were there.
+        self.archived_found = memory_archived_count(**self.user, among=targets)
         for kind in ERASABLE_TYPES:
             self._erase(kind, targets)
-        remaining = self._verify(targets)
+        remaining = self._verify(targets)  # counts the archive too (count_ids reaches it)
+        self.archived_remaining = memory_archived_count(**self.user, among=targets)
         if remaining:
             left = ", ".join(f"{kind}: {n}" for kind, n in remaining.items())
             self.fail(f"Verification found documents left ({left}); retry to erase them.")
@@ -207,6 +214,12 @@ class _Job:
                 "previewed_at_open": row.preview_at_open,
                 "previewed_at_approval": row.preview_approved,
                 "indices": {p.kind: p.as_receipt() for p in progress},
+                # superseded facts moved out of the hot index (lifecycle archive): erased too
+                "archive": {
+                    "included": True,
+                    "archived_found_at_start": self.archived_found,
+                    "remaining": self.archived_remaining,
+                },
                 "total_deleted": sum(p.deleted for p in progress),
                 "erased_ids_sha256": _ids_sha256(erased),
                 "not_found_ids": [i for i in (targets or []) if i not in erased],

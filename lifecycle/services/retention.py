@@ -3,6 +3,9 @@
 
 - ``Tenant.episode_retention_days``: users' episodes stored longer ago than that are deleted
   (page by page; one ``retention.episodes`` audit event per user with the count).
+- ``Tenant.archive_retention_days``: users' archived facts (``lifecycle.services.archive``)
+  superseded longer ago than that are deleted (one ``retention.archived_facts`` audit event
+  per user with the count).
 - ``Tenant.audit_retention_days``, never below ``ATLAS_AUDIT_RETENTION_FLOOR_DAYS``: audit
   events (``audit.expire`` records how many went) and the receipts of finished forget requests
   (``retention.receipts``) older than that are deleted.
@@ -22,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from erasure.models import ForgetRequest
-from memory.public import memory_erase_page, memory_ids_stored_before
+from memory.public import memory_archive_expire, memory_erase_page, memory_ids_stored_before
 from tenants.models import Tenant, User
 from tenants.services.audit import audit_expire, audit_record
 
@@ -36,6 +39,7 @@ class RetentionRun:
     """What one run deleted, per tenant slug."""
 
     episodes: dict[str, int] = field(default_factory=dict)
+    archived_facts: dict[str, int] = field(default_factory=dict)
     audit_events: dict[str, int] = field(default_factory=dict)
     receipts: dict[str, int] = field(default_factory=dict)
     held_users: int = 0
@@ -49,6 +53,11 @@ def retention_enforce(*, now: datetime | None = None) -> RetentionRun:
         before = moment - timedelta(days=tenant.episode_retention_days)
         users = list(tenant.users.exclude(pk__in=kept_users(tenant)))
         run.episodes[tenant.slug] = sum(_expire_episodes(user, before) for user in users)
+    for tenant in Tenant.objects.filter(archive_retention_days__isnull=False):
+        assert tenant.archive_retention_days is not None  # noqa: S101 - filtered above
+        before = moment - timedelta(days=tenant.archive_retention_days)
+        users = list(tenant.users.exclude(pk__in=kept_users(tenant)))
+        run.archived_facts[tenant.slug] = sum(_expire_archived(user, before) for user in users)
     for tenant in Tenant.objects.filter(audit_retention_days__isnull=False):
         assert tenant.audit_retention_days is not None  # noqa: S101 - filtered above
         days = max(tenant.audit_retention_days, settings.ATLAS_AUDIT_RETENTION_FLOOR_DAYS)
@@ -88,6 +97,21 @@ def _expire_episodes(user: User, before: datetime) -> int:
                 tenant=user.tenant,
                 subject_user=user,
                 metadata={"deleted": deleted, "before": before.isoformat()},
+            )
+    return deleted
+
+
+def _expire_archived(user: User, before: datetime) -> int:
+    deleted = memory_archive_expire(
+        tenant_id=user.tenant.memory_id, user_id=user.memory_id, before=before
+    )
+    if deleted:
+        with transaction.atomic():
+            audit_record(
+                action="retention.archived_facts",
+                tenant=user.tenant,
+                subject_user=user,
+                metadata={"deleted": deleted, "superseded_before": before.isoformat()},
             )
     return deleted
 

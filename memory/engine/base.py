@@ -252,6 +252,33 @@ class MemoryBackend(ABC):
         """How many of the user's documents of ``memory_type`` there are (among ``among``
         when given)."""
 
+    # --- the archive: superseded facts out of the hot index ------------------------------------
+    # Every read above that may return superseded facts (get_many, scan with superseded ones,
+    # count, recall_legs with ``RecallFilter.include_archived``, find_ids / count_ids /
+    # delete_ids / delete) reads or deletes the archive too: archived facts stay the user's,
+    # readable and erasable exactly as before; only recall without superseded facts (and its
+    # successor credit) no longer searches them.
+    @abstractmethod
+    def archive_superseded(
+        self, *, tenant_id: str, user_id: str, before: datetime, limit: int = 500
+    ) -> list[str]:
+        """Move up to ``limit`` of user ``user_id``'s semantic facts superseded before
+        ``before`` (``superseded_at``) out of the hot index into the user's archive (the same
+        isolation: the tenant's, or under per-user statistics the user's own); returns the ids
+        moved. A document is in exactly one of them at any time a read can see (copied, then
+        taken out of the hot index); idempotent."""
+
+    @abstractmethod
+    def archive_expire(
+        self, *, tenant_id: str, user_id: str, before: datetime, limit: int = 500
+    ) -> list[str]:
+        """Hard-delete up to ``limit`` of the user's archived facts superseded before
+        ``before`` (retention of archived facts); returns the ids deleted."""
+
+    @abstractmethod
+    def archive_count(self, *, tenant_id: str, user_id: str, among: list[str] | None = None) -> int:
+        """How many of the user's documents (among ``among`` when given) are archived."""
+
 
 def require_personal(memory_type: str) -> None:
     """``find_ids`` / ``delete_ids`` / ``count_ids`` take a personal type, never the catalog."""

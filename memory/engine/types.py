@@ -182,6 +182,9 @@ class RecallFilter:
     # ``include_unscoped`` also those written from no project; the catalog is not affected.
     project: str | None = None
     include_unscoped: bool = False
+    # Also superseded facts moved out of the hot index (``MemoryBackend.archive_superseded``):
+    # only a read that asks for superseded facts itself, never recall's successor credit.
+    include_archived: bool = False
 
 
 @dataclass(frozen=True)

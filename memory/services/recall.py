@@ -259,6 +259,8 @@ def _leg_query(
             memory_types=ask.types,
             include_catalog=ask.include_catalog,
             include_superseded=ask.include_superseded or ask.credit,
+            # Archived facts only when asked for (successor credit reads the hot index only).
+            include_archived=ask.include_superseded,
             since=ask.since,
             until=ask.until,
             project=ask.project,

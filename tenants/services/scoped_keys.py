@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from atlas_platform.cluster import ApiKey, Cluster, get_cluster, require_cluster
+from atlas_platform.cluster import ApiKey, Cluster, cluster_call, get_cluster, require_cluster
 from atlas_platform.exceptions import ClusterUnavailable, Conflict
 from tenants.crypto import decrypt, encrypt
 from tenants.models import ScopedKey, User
@@ -59,14 +59,16 @@ READER_PRIVILEGES = ["indices:data/read/search", "indices:data/read/msearch"]
 
 
 def key_indices(cluster: Cluster, user: User) -> list[str]:
-    """Exactly the indices the user's recall reads: the tenant's index (its catalog, and the
-    user's documents) and, under per-user statistics, the user's own index."""
+    """Exactly the indices the user's reads need: the tenant's index (its catalog, and the
+    user's documents) and, under per-user statistics, the user's own index; and the archive
+    beside the index of the user's documents (their superseded facts, for the reads that ask
+    for them: include_superseded, history)."""
     config = cluster.config
     tenant_id = user.memory_tenant_id
     names = [config.tenant_index(tenant_id)]
     if user.tenant.statistics_scope == user.tenant.StatisticsScope.USER:
         names.insert(0, config.user_index(tenant_id, user.memory_id))
-    return names
+    return [*names, config.archive_index(names[0])]
 
 
 def role_descriptors(*, indices: list[str], tenant_id: str, user_id: str) -> dict[str, Any]:
@@ -172,6 +174,36 @@ def scoped_key_rotate(*, user: User) -> Rotation[ScopedKey]:
         what="key",
         missing="The user has no active key to rotate: provision one.",
     )
+
+
+def scoped_key_names_indices(*, user: User) -> bool:
+    """Whether the user's active key names every index ``key_indices`` gives now (one made
+    before the archive does not name the archive beside the user's index); True when there is
+    no key or no cluster (nothing to bring up to date here)."""
+    key = ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE).first()
+    cluster = get_cluster()
+    if key is None or cluster is None:
+        return True
+    body = cluster_call(
+        "read an API key",
+        lambda: cluster.client.security.get_api_key(id=key.key_id, owner=True),
+    )
+    found = body.get("api_keys", [])
+    if not found:
+        return True  # unknown to the cluster: the renew loop and restores deal with that
+    reader = found[0].get("role_descriptors", {}).get("atlas_memory_reader", {})
+    named = {name for grant in reader.get("indices", []) for name in grant.get("names", [])}
+    return set(key_indices(cluster, user)) <= named
+
+
+def scoped_key_ensure_indices(*, user: User) -> bool:
+    """Rotate the user's key if it does not name every index their reads need now (a key
+    made before the archive existed: its reads of superseded facts would leave archived ones
+    out); whether it rotated."""
+    if scoped_key_names_indices(user=user):
+        return False
+    scoped_key_rotate(user=user)
+    return True
 
 
 def scoped_key_invalidate(*, key: ScopedKey) -> ScopedKey:

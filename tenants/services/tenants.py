@@ -48,6 +48,8 @@ TUNABLE_FIELDS = (
     "erasure_requires_second_operator",
     "episode_retention_days",
     "audit_retention_days",
+    "archive_after_days",
+    "archive_retention_days",
 )
 
 

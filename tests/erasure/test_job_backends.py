@@ -101,3 +101,45 @@ def test_erasing_a_user_record_leaves_nothing_and_invalidates_its_key(
         assert done.receipt["user_record_deleted"] is True
     assert ForgetRequest.objects.get(pk=request.pk).user is None
     assert backend().get(user_read_scope(people.bob), bobs.id) is not None
+
+
+def test_an_erasure_reaches_archived_facts_and_the_receipt_says_so(
+    people, admin, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.archive import memory_archive_superseded, memory_archived_count
+
+    alice = people.alice
+    old = memory_write(user=alice, text="Alice lives on Baker Street", memory_type="semantic")
+    newer = memory_write(
+        user=alice, text="Alice lives on Baker Street, no 221b", memory_type="semantic",
+        supersedes=[old.id],
+    )  # fmt: skip
+    ids = {"tenant_id": alice.tenant.memory_id, "user_id": alice.memory_id}
+    moved = memory_archive_superseded(**ids, before=timezone.now() + timedelta(seconds=1))
+    assert moved == 1 and memory_archived_count(**ids) == 1
+    request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-2",
+        user=alice,
+        scope="query",
+        query="Baker Street",
+        by=op(admin),
+    )
+    approve(request, admin, django_capture_on_commit_callbacks)
+
+    done = run(request)
+
+    assert done.status == "done", done.reason
+    assert sorted(done.memory_ids) == sorted([old.id, newer.id])
+    assert backend().get_many(user_read_scope(alice), [old.id, newer.id]) == []
+    assert memory_archived_count(**ids) == 0
+    assert done.receipt["indices"]["semantic"]["deleted"] == 2
+    assert done.receipt["archive"] == {
+        "included": True,
+        "archived_found_at_start": 1,
+        "remaining": 0,
+    }

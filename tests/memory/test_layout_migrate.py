@@ -110,6 +110,38 @@ def test_a_change_of_statistics_scope_moves_a_users_documents(cluster):
     assert key is not None
     info = writer.security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
     names = info["role_descriptors"]["atlas_memory_reader"]["indices"][0]["names"]
-    assert names == [user_index, cluster.tenant_index(acme.memory_id)]
+    assert names == [user_index, cluster.tenant_index(acme.memory_id), f"{user_index}-archive"]
     hits = memory_recall(user=User.objects.get(pk=alice.pk), query="tea", track_usage=False).hits
     assert [h.doc.text for h in hits] == ["alice prefers green tea"]
+
+
+def test_a_change_of_statistics_scope_moves_archived_facts_to_the_users_archive(cluster):
+    from datetime import timedelta
+
+    from memory.selectors import memory_history
+    from memory.services.archive import memory_archive_superseded, memory_archived_count
+    from memory.services.writes import memory_write
+
+    acme = Tenant.objects.create(slug="acme", name="Acme", isolation_mode="dls")
+    alice = User.objects.create(tenant=acme, external_id="alice")
+    scoped_key_provision(user=alice)
+    old = memory_write(user=alice, text="alice prefers black tea", memory_type="semantic")
+    new = memory_write(
+        user=alice, text="alice prefers green tea", memory_type="semantic", supersedes=[old.id]
+    )
+    ids = {"tenant_id": acme.memory_id, "user_id": alice.memory_id}
+    memory_archive_superseded(**ids, before=datetime.now(UTC) + timedelta(seconds=1))
+    writer = Cluster(cluster).client
+    tenant_archive = cluster.archive_index(cluster.tenant_index(acme.memory_id))
+    user_archive = cluster.archive_index(cluster.user_index(acme.memory_id, alice.memory_id))
+    assert writer.count(index=tenant_archive)["count"] == 1
+
+    Tenant.objects.filter(pk=acme.pk).update(statistics_scope="user")
+    output = migrate()
+
+    assert "moved: 2" in output  # the current fact to the user's index, the archived one beside it
+    assert writer.count(index=user_archive)["count"] == 1
+    assert writer.count(index=tenant_archive)["count"] == 0
+    alice = User.objects.get(pk=alice.pk)
+    assert memory_archived_count(**ids) == 1
+    assert [d.id for d in memory_history(user=alice, memory_id=new.id)] == [old.id, new.id]

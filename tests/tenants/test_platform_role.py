@@ -42,6 +42,7 @@ def role_user(es: Any, monkeypatch: Any) -> Iterator[tuple[str, str, str]]:
         "es_platform_role", "--role", name, "--user", name, "--prefix", es.index_prefix, stdout=out
     )
     assert "are in place" in out.getvalue()
+    assert "archive: " in out.getvalue()  # what the cluster offers the archive (ILM or not)
     yield name, password, es.index_prefix
     call_command("es_platform_role", "--role", name, "--user", name, "--remove", stdout=out)
     admin = Elasticsearch(es.url, basic_auth=(admin_user, admin_password))
@@ -60,6 +61,7 @@ def test_the_role_holds_exactly_the_declared_privileges(es, role_user):
             "manage_index_templates",
             "manage_own_api_key",
             "monitor",
+            "read_ilm",
         ]
     )
     assert [i["names"] for i in role["indices"]] == [[f"{prefix}-*"]]
@@ -98,3 +100,29 @@ def test_the_platform_user_can_do_its_work_and_nothing_else(es, role_user):
         with pytest.raises(AuthorizationException):
             call()
             pytest.fail(f"{what} was allowed")
+
+
+def test_the_archive_policy_is_installed_where_the_cluster_runs_ilm_and_its_absence_said(es):
+    from atlas_platform.archive_policy import (
+        archive_policy,
+        archive_policy_install,
+        ilm_available,
+        policy_name,
+    )
+    from atlas_platform.cluster import Cluster, ClusterConfig
+
+    user, password = admin_credentials()
+    admin = Cluster(ClusterConfig(url=es.url, username=user, password=password))
+    tiers = archive_policy_install(admin, prefix=es.index_prefix)
+
+    assert set(tiers.node_tiers) <= {"data_hot", "data_warm", "data_cold", "data_frozen"}
+    assert "frozen" not in archive_policy()["phases"]
+    assert "delete" not in archive_policy()["phases"]
+    if ilm_available(admin.client):
+        stored = admin.client.ilm.get_lifecycle(name=policy_name(es.index_prefix))
+        assert list(stored[policy_name(es.index_prefix)]["policy"]["phases"]) == tiers.phases
+        assert tiers.installed == policy_name(es.index_prefix)
+        admin.client.ilm.delete_lifecycle(name=policy_name(es.index_prefix))
+    else:  # the integ-test distribution: no ILM module, nothing installed, and it says so
+        assert tiers.installed is None and tiers.phases == []
+        assert "no index lifecycle management" in tiers.describe()

@@ -27,7 +27,15 @@ from django.conf import settings
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import MemoryBackend, require_personal
-from memory.engine.elasticsearch import layout, reads, setup, snapshots, writer_reads, writes
+from memory.engine.elasticsearch import (
+    archive,
+    layout,
+    reads,
+    setup,
+    snapshots,
+    writer_reads,
+    writes,
+)
 from memory.engine.elasticsearch.client import Connection, Layout, ScopedKeys
 from memory.engine.types import (
     GrowthBucket,
@@ -212,3 +220,25 @@ class ElasticsearchBackend(MemoryBackend):
         return writer_reads.count_ids(
             self._conn, tenant_id=tenant_id, user_id=user_id, memory_type=memory_type, among=among
         )
+
+    # --- the archive (``archive``: an index beside each hot index) -----------------------------
+    def archive_index(self, tenant_id: str, user_id: str | None) -> str:
+        """The archive beside this tenant's (and user's) hot index."""
+        return archive.archive_index(self._conn, tenant_id, user_id)
+
+    def archive_superseded(
+        self, *, tenant_id: str, user_id: str, before: datetime, limit: int = 500
+    ) -> list[str]:
+        return archive.move(
+            self._conn, tenant_id=tenant_id, user_id=user_id, before=before, limit=limit
+        )
+
+    def archive_expire(
+        self, *, tenant_id: str, user_id: str, before: datetime, limit: int = 500
+    ) -> list[str]:
+        return archive.expire(
+            self._conn, tenant_id=tenant_id, user_id=user_id, before=before, limit=limit
+        )
+
+    def archive_count(self, *, tenant_id: str, user_id: str, among: list[str] | None = None) -> int:
+        return archive.count(self._conn, tenant_id=tenant_id, user_id=user_id, among=among)

@@ -126,12 +126,16 @@ class Connection:
         except (ApiError, TransportError) as exc:
             raise failure(what, exc) from exc
 
-    def search(self, scope: ReadScope, routing: str, body: Json) -> Json:
+    def search(
+        self, scope: ReadScope, routing: str, body: Json, *, indices: list[str] | None = None
+    ) -> Json:
+        """A search of the scope's indices (``indices``: these instead, e.g. with its archive)."""
+        names = self.scope_indices(scope) if indices is None else indices
         response = self.read(
             scope,
             "search",
             lambda client: client.search(
-                index=self.scope_indices(scope),
+                index=names,
                 routing=routing,
                 ignore_unavailable=True,
                 **body,

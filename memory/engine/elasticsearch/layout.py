@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.engine.base import EngineError
+from memory.engine.elasticsearch.archive import SUFFIX, is_archive
 from memory.engine.elasticsearch.client import Connection, call
 from memory.engine.elasticsearch.queries import routing
 from memory.engine.types import MemoryDoc
@@ -102,7 +103,8 @@ def _relocate_pages(
                 report.orphans += 1
                 report.legacy_orphans += is_legacy
                 continue
-            target = conn.doc_index(doc)
+            # An archived fact moves to the archive beside its hot index.
+            target = conn.doc_index(doc) + (SUFFIX if is_archive(index) else "")
             if target == index and ids == (source["tenant_id"], source.get("user_id")):
                 report.kept += 1
                 continue

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.engine.base import EngineError
+from memory.engine.elasticsearch.archive import scope_archives
 from memory.engine.elasticsearch.client import Connection
 from memory.engine.elasticsearch.queries import (
     NO_VECTORS,
@@ -51,13 +52,21 @@ def get_many(conn: Connection, scope: ReadScope, memory_ids: list[str]) -> list[
     }
     hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
     by_id = {doc.id: doc for doc in (MemoryDoc.from_source(h["_source"]) for h in hits)}
+    missing = [i for i in dict.fromkeys(memory_ids) if i not in by_id]
+    archives = scope_archives(conn, scope)
+    if missing and archives:  # archived facts (recall's reads find all theirs in the hot index)
+        body["size"] = len(missing)
+        body["query"]["bool"]["filter"][0] = {"ids": {"values": missing}}
+        more = conn.search(scope, scope_routing(scope), body, indices=archives)["hits"]["hits"]
+        by_id.update((d.id, d) for d in (MemoryDoc.from_source(h["_source"]) for h in more))
     return [by_id[i] for i in memory_ids if i in by_id]
 
 
 def recall_legs(conn: Connection, scope: ReadScope, query: LegQuery) -> LegResults:
     types = recall_types(scope, query.filter)
+    archives = scope_archives(conn, scope) if query.filter.include_archived else []
     header: Json = {
-        "index": conn.scope_indices(scope),
+        "index": conn.scope_indices(scope) + archives,
         "routing": scope_routing(scope),
         "ignore_unavailable": True,
     }
@@ -146,7 +155,10 @@ def scan(
     }
     if search_after is not None:
         body["search_after"] = list(search_after)
-    hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    indices = conn.scope_indices(scope)
+    if include_superseded or only_superseded:
+        indices += scope_archives(conn, scope)
+    hits = conn.search(scope, scope_routing(scope), body, indices=indices)["hits"]["hits"]
     return [MemoryDoc.from_source(h["_source"]) for h in hits]
 
 
@@ -301,7 +313,8 @@ def count(conn: Connection, scope: ReadScope) -> dict[str, int]:
         "query": {"bool": {"filter": scope_filter(scope)}},
         "aggs": {"types": {"terms": {"field": "memory_type", "size": len(MEMORY_TYPES)}}},
     }
-    response = conn.search(scope, scope_routing(scope), body)
+    indices = conn.scope_indices(scope) + scope_archives(conn, scope)
+    response = conn.search(scope, scope_routing(scope), body, indices=indices)
     counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
     counts.update(
         {

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from memory.engine.elasticsearch.archive import archive_index
 from memory.engine.elasticsearch.client import Connection, call
 from memory.engine.elasticsearch.queries import previous_turn_body, user_query
 from memory.engine.types import (
@@ -38,6 +39,12 @@ def previous_turn(
     return MemoryDoc.from_source(hits[0]["_source"]) if hits else None
 
 
+def user_indices(conn: Connection, tenant_id: str, user_id: str, memory_type: str) -> list[str]:
+    """Where the user's documents of a type are: the hot index, and for facts its archive."""
+    live = conn.index_for(tenant_id, user_id)
+    return [live, archive_index(conn, tenant_id, user_id)] if memory_type == "semantic" else [live]
+
+
 def user_hits(
     conn: Connection,
     tenant_id: str,
@@ -56,7 +63,7 @@ def user_hits(
         "sort": [{"id": "asc"}],
     }
     # No routing: every document of the user is found, whatever it was stored under.
-    index = conn.index_for(tenant_id, user_id)
+    index = user_indices(conn, tenant_id, user_id, memory_type)
     response = call(
         "search", lambda: conn.writer.search(index=index, ignore_unavailable=True, **body)
     )
@@ -80,8 +87,9 @@ def growth(conn: Connection, tenant_id: str, *, bucket: GrowthBucket) -> list[Gr
             }
         },
     }
-    # The tenant's index and its users' own indices (per-user statistics).
-    indices = [conn.config.tenant_index(tenant_id), f"{conn.config.tenant_index(tenant_id)}-u-*"]
+    # The tenant's index and its users' own indices (per-user statistics), archives included.
+    tenant_index = conn.config.tenant_index(tenant_id)
+    indices = [tenant_index, conn.config.archive_index(tenant_index), f"{tenant_index}-u-*"]
     response = call(
         "count growth",
         lambda: conn.writer.search(
@@ -126,7 +134,7 @@ def count_ids(
     if among == []:
         return 0
     query = user_query(tenant_id, user_id, memory_type, among)
-    index = conn.index_for(tenant_id, user_id)
+    index = user_indices(conn, tenant_id, user_id, memory_type)
     response = call(
         "count documents",
         lambda: conn.writer.count(index=index, query=query, ignore_unavailable=True),

@@ -19,6 +19,7 @@ from typing import Any
 from elasticsearch import ApiError, ConflictError, NotFoundError, TransportError
 
 from memory.engine.base import EngineError, UpdateConflict, usage_changes
+from memory.engine.elasticsearch.archive import SUFFIX, archive_index
 from memory.engine.elasticsearch.client import Connection, call, failure
 from memory.engine.elasticsearch.queries import NO_VECTORS, context_holders_query, routing
 from memory.engine.elasticsearch.writer_reads import user_hits
@@ -160,8 +161,23 @@ def delete(conn: Connection, doc: MemoryDoc) -> bool:
         conn.writer.delete(index=index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
     except NotFoundError as exc:
         if _error_body(exc).get("result") == "not_found":
-            return False
+            return _delete_archived(conn, doc)
         raise failure(f"delete {doc.id}", exc) from exc
+    except (ApiError, TransportError) as exc:
+        raise failure(f"delete {doc.id}", exc) from exc
+    conn.after_write([index])
+    return True
+
+
+def _delete_archived(conn: Connection, doc: MemoryDoc) -> bool:
+    """Forget a fact from its archive (``archive``); False when it is not there either."""
+    if doc.user_id is None or doc.memory_type != "semantic":
+        return False
+    index = archive_index(conn, doc.tenant_id, doc.user_id)
+    try:
+        conn.writer.delete(index=index, id=doc.id, routing=routing(doc), refresh=NO_REFRESH)
+    except NotFoundError:
+        return False  # not there, or no archive index at all
     except (ApiError, TransportError) as exc:
         raise failure(f"delete {doc.id}", exc) from exc
     conn.after_write([index])
@@ -255,8 +271,15 @@ def expunge_deleted(conn: Connection, tenant_id: str, user_id: str | None) -> bo
     deletes newer than its retention lease, which advances in the background (about every
     30 s on 9.x), so a merge right after an erasure may have to be repeated: returns whether
     the index holds no deleted document any more."""
-    index = conn.index_for(tenant_id, user_id)
+    live = conn.index_for(tenant_id, user_id)
+    # The archive beside it too: an erasure deletes archived facts there.
+    return all([_expunge(conn, live), _expunge(conn, live + SUFFIX)])
+
+
+def _expunge(conn: Connection, index: str) -> bool:
     w = conn.writer
+    if not call("check the index", lambda: w.indices.exists(index=index)):
+        return True  # never made (a user without archived facts): nothing to merge
     call("flush", lambda: w.indices.flush(index=index, ignore_unavailable=True))
     call(
         "expunge deleted documents",

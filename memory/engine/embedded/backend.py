@@ -20,7 +20,7 @@ from typing import Any
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import EngineError, MemoryBackend, require_personal
-from memory.engine.embedded import legs
+from memory.engine.embedded import archive, legs
 from memory.engine.embedded.scopes import owner_key, recall_owners, scope_owners, user_where
 from memory.engine.embedded.snapshots import sortable
 from memory.engine.embedded.store import (
@@ -72,7 +72,12 @@ class EmbeddedBackend(MemoryBackend):
         with self._store.transaction(write=True) as conn:
             for statement in SCHEMA:
                 conn.execute(statement)
+            # The archive's view names memories' columns: made again after a migration's
+            # ALTER TABLE (which a view over the table would refuse).
+            conn.execute("DROP VIEW IF EXISTS memories_all")
             migrate(conn)
+            for statement in archive.SCHEMA:
+                conn.execute(statement)
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('dims', ?)", (self.dims,))
             (dims,) = conn.execute("SELECT value FROM settings WHERE name = 'dims'").fetchone()
         if dims != self.dims:  # another embedding model wrote these vectors
@@ -99,7 +104,7 @@ class EmbeddedBackend(MemoryBackend):
 
     def is_empty(self) -> bool:
         with self._store.transaction() as conn:
-            return conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is None
+            return conn.execute("SELECT 1 FROM memories_all LIMIT 1").fetchone() is None
 
     # --- writes --------------------------------------------------------------------------------
     def write(self, docs: list[MemoryDoc]) -> None:
@@ -147,8 +152,8 @@ class EmbeddedBackend(MemoryBackend):
                 "DELETE FROM memories WHERE id = ? AND owner = ? RETURNING seq, source",
                 (doc.id, owner),
             ).fetchone()
-            if row is None:
-                return False
+            if row is None:  # an archived fact is forgotten from the archive
+                return bool(archive.delete(conn, "id = ? AND owner = ?", (doc.id, owner)))
             source = json.loads(row[1])
             unindex_row(conn, row[0], owner, source)
             bump(conn, owner, purged=True)
@@ -199,14 +204,15 @@ class EmbeddedBackend(MemoryBackend):
             if rows:
                 bump(conn, owner, purged=True)
                 self._clear_contexts(conn, owner, sources)
-        return sorted(row[1] for row in rows)
+            archived = archive.delete(conn, where, params)
+        return sorted([row[1] for row in rows] + archived)
 
     # --- reads ---------------------------------------------------------------------------------
     def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
         # Lists travel as one JSON parameter: no SQL built from values, no bound-variable limit.
         with self._store.transaction() as conn:
             rows = conn.execute(
-                "SELECT id, source FROM memories"
+                "SELECT id, source FROM memories_all"
                 " WHERE id IN (SELECT value FROM json_each(?))"
                 " AND tenant_id = ? AND owner IN (SELECT value FROM json_each(?))",
                 (json.dumps(memory_ids), scope.tenant_id, json.dumps(scope_owners(scope))),
@@ -234,27 +240,37 @@ class EmbeddedBackend(MemoryBackend):
         after = ("", "")
         if search_after is not None:
             after = (sortable(datetime.fromisoformat(search_after[0])), search_after[1])
+        # Each table on its own (its index on (owner, created_at, id)), then merged: a query of
+        # the memories_all view with this WHERE would scan both tables whole.
+        tables = (
+            ("memories", "memories_archive")
+            if include_superseded or only_superseded
+            else ("memories",)
+        )
+        rows: list[tuple[str, str, str]] = []
         with self._store.transaction() as conn:
-            rows = conn.execute(
-                "SELECT source FROM memories"
-                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
-                " AND memory_type IN (SELECT value FROM json_each(?))"
-                " AND (? OR superseded_by IS NULL) AND (NOT ? OR superseded_by IS NOT NULL)"
-                " AND created_at >= ? AND created_at <= ?"
-                " AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                (
-                    json.dumps(owners),
-                    scope.tenant_id,
-                    json.dumps(memory_types),
-                    include_superseded or only_superseded,
-                    only_superseded,
-                    sortable(created_from) if created_from else "",
-                    sortable(created_to) if created_to else "~",  # "~" sorts after any date
-                    *after,
-                    limit,
-                ),
-            ).fetchall()
-        return [decode(source) for (source,) in rows]
+            for table in tables:
+                rows += conn.execute(
+                    f"SELECT created_at, id, source FROM {table}"  # noqa: S608 - fixed names
+                    " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                    " AND memory_type IN (SELECT value FROM json_each(?))"
+                    " AND (? OR superseded_by IS NULL) AND (NOT ? OR superseded_by IS NOT NULL)"
+                    " AND created_at >= ? AND created_at <= ?"
+                    " AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                    (
+                        json.dumps(owners),
+                        scope.tenant_id,
+                        json.dumps(memory_types),
+                        include_superseded or only_superseded,
+                        only_superseded,
+                        sortable(created_from) if created_from else "",
+                        sortable(created_to) if created_to else "~",  # "~" sorts after any date
+                        *after,
+                        limit,
+                    ),
+                ).fetchall()
+        rows.sort()
+        return [decode(source) for _, _, source in rows[: max(0, limit)]]
 
     def previous_turn(
         self, *, tenant_id: str, user_id: str, session_id: str, before: datetime
@@ -310,19 +326,22 @@ class EmbeddedBackend(MemoryBackend):
         return datetime.fromisoformat(latest).replace(tzinfo=UTC) if latest else None
 
     def count(self, scope: ReadScope) -> dict[str, int]:
+        counts: dict[str, int] = dict.fromkeys(MEMORY_TYPES, 0)
         with self._store.transaction() as conn:
-            rows = conn.execute(
-                "SELECT memory_type, count(*) FROM memories"
-                " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
-                " GROUP BY memory_type",
-                (json.dumps(scope_owners(scope)), scope.tenant_id),
-            ).fetchall()
-        return dict.fromkeys(MEMORY_TYPES, 0) | {kind: int(n) for kind, n in rows}
+            for table in ("memories", "memories_archive"):  # each by its owner index
+                for kind, n in conn.execute(
+                    f"SELECT memory_type, count(*) FROM {table}"  # noqa: S608 - fixed names
+                    " WHERE owner IN (SELECT value FROM json_each(?)) AND tenant_id = ?"
+                    " GROUP BY memory_type",
+                    (json.dumps(scope_owners(scope)), scope.tenant_id),
+                ):
+                    counts[kind] += int(n)
+        return counts
 
     def tenant_memory_totals(self, tenant_ids: list[str]) -> dict[str, int]:
         with self._store.transaction() as conn:
             rows = conn.execute(
-                "SELECT tenant_id, count(*) FROM memories"
+                "SELECT tenant_id, count(*) FROM memories_all"
                 " WHERE tenant_id IN (SELECT value FROM json_each(?)) AND memory_type != ?"
                 " GROUP BY tenant_id",
                 (json.dumps(tenant_ids), ENTITY),
@@ -337,7 +356,7 @@ class EmbeddedBackend(MemoryBackend):
         }[bucket]
         with self._store.transaction() as conn:
             rows = conn.execute(
-                f"SELECT {start} AS start, memory_type, count(*) FROM memories"  # noqa: S608
+                f"SELECT {start} AS start, memory_type, count(*) FROM memories_all"  # noqa: S608
                 " WHERE tenant_id = ? GROUP BY start, memory_type ORDER BY start, memory_type",
                 (tenant_id,),
             ).fetchall()
@@ -361,12 +380,17 @@ class EmbeddedBackend(MemoryBackend):
     ) -> list[str]:
         require_personal(memory_type)
         where, params = user_where(tenant_id, user_id, memory_type, among)
+        ids: list[str] = []
         with self._store.transaction() as conn:
-            rows = conn.execute(
-                f"SELECT id FROM memories WHERE {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
-                (*params, max(0, limit)),
-            ).fetchall()
-        return [row[0] for row in rows]
+            for table in ("memories", "memories_archive"):  # each by its own index, merged
+                ids += [
+                    row[0]
+                    for row in conn.execute(
+                        f"SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
+                        (*params, max(0, limit)),
+                    )
+                ]
+        return sorted(ids)[: max(0, limit)]
 
     def count_ids(
         self,
@@ -379,8 +403,33 @@ class EmbeddedBackend(MemoryBackend):
         require_personal(memory_type)
         where, params = user_where(tenant_id, user_id, memory_type, among)
         with self._store.transaction() as conn:
-            (n,) = conn.execute(
-                f"SELECT count(*) FROM memories WHERE {where}",  # noqa: S608 - fixed text
-                params,
-            ).fetchone()
-        return int(n)
+            return sum(
+                int(
+                    conn.execute(
+                        f"SELECT count(*) FROM {table} WHERE {where}",  # noqa: S608 - fixed text
+                        params,
+                    ).fetchone()[0]
+                )
+                for table in ("memories", "memories_archive")
+            )
+
+    # --- the archive (``archive``: a table outside the recall snapshots) -------------------------
+    def archive_superseded(
+        self, *, tenant_id: str, user_id: str, before: datetime, limit: int = 500
+    ) -> list[str]:
+        with self._store.transaction(write=True) as conn:
+            return archive.move(
+                conn, tenant_id=tenant_id, user_id=user_id, before=before, limit=limit
+            )
+
+    def archive_expire(
+        self, *, tenant_id: str, user_id: str, before: datetime, limit: int = 500
+    ) -> list[str]:
+        with self._store.transaction(write=True) as conn:
+            return archive.expire(
+                conn, tenant_id=tenant_id, user_id=user_id, before=before, limit=limit
+            )
+
+    def archive_count(self, *, tenant_id: str, user_id: str, among: list[str] | None = None) -> int:
+        with self._store.transaction() as conn:
+            return archive.count(conn, tenant_id=tenant_id, user_id=user_id, among=among)

@@ -11,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.engine.base import signal_multiplier
-from memory.engine.embedded import snapshots
-from memory.engine.embedded.scopes import recall_owners
+from memory.engine.embedded import archive, snapshots
+from memory.engine.embedded.scopes import owner_key, recall_owners
 from memory.engine.embedded.snapshots import Candidate, Snapshot
 from memory.engine.embedded.store import Store, decode, unit_vector
 from memory.engine.types import LegHit, LegQuery, LegResults, MemoryDoc, ReadScope
@@ -38,6 +38,8 @@ def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
         if vector is not None:
             for snapshot, mask in masked:
                 dense += snapshots.dense_candidates(snapshot, mask, vector, query)
+        if query.filter.include_archived and scope.user_id is not None:
+            lexical, dense = _with_archived(conn, store, scope, query, vector, lexical, dense)
         dense = _top(dense, query.size)
         docs = _docs_by_seq(conn, {candidate.seq for candidate in lexical + dense})
     return LegResults(
@@ -45,6 +47,34 @@ def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
         dense=_hits(dense, docs, query),
         took_ms=(time.perf_counter() - started) * 1000.0,
     )
+
+
+def _with_archived(
+    conn: sqlite3.Connection,
+    store: Store,
+    scope: ReadScope,
+    query: LegQuery,
+    vector: snapshots.Vector | None,
+    lexical: list[Candidate],
+    dense: list[Candidate],
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Both legs' candidates with the user's archived facts ranked in (``archive``)."""
+    assert scope.user_id is not None  # noqa: S101 - the caller checked
+    owner = owner_key(scope.tenant_id, scope.user_id)
+    kinds = tuple(kind for kind in query.filter.memory_types if kind != "catalog")
+    terms = lexical_terms(query.text) if query.lexical else []
+    match = _match_expression(terms, [owner], "{text name description trigger_text}")
+    more_lexical, more_dense = archive.candidates(
+        conn,
+        owner=owner,
+        tenant_id=scope.tenant_id,
+        kinds=kinds,
+        query=query,
+        vector=vector,
+        lexical=match if terms else None,
+        dims=store.dims,
+    )
+    return _top(lexical + more_lexical, query.size), dense + more_dense
 
 
 def _seqs_of(conn: sqlite3.Connection, ids: tuple[str, ...] | None) -> npt.NDArray[np.int64] | None:
@@ -110,7 +140,7 @@ def _top(candidates: list[Candidate], size: int) -> list[Candidate]:
 def _docs_by_seq(conn: sqlite3.Connection, seqs: set[int]) -> dict[int, MemoryDoc]:
     """The candidates' documents, for the exact ranking signals (no embeddings: not needed)."""
     rows = conn.execute(
-        "SELECT seq, source FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+        "SELECT seq, source FROM memories_all WHERE seq IN (SELECT value FROM json_each(?))",
         (json.dumps(sorted(seqs)),),
     ).fetchall()
     return {seq: decode(source) for seq, source in rows}

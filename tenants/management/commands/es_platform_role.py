@@ -52,7 +52,7 @@ class Command(BaseCommand):
             if len(password) < 12:
                 raise CommandError("ATLAS_ES_PLATFORM_PASSWORD must hold 12 or more characters.")
             prefix = options["prefix"] or settings.ATLAS_ES_INDEX_PREFIX
-            platform_role_apply(
+            tiers = platform_role_apply(
                 admin,
                 role=options["role"],
                 username=options["user"],
@@ -64,3 +64,4 @@ class Command(BaseCommand):
         self.stdout.write(
             f"role {options['role']} (indices {prefix}-*) and user {options['user']} are in place"
         )
+        self.stdout.write(f"archive: {tiers.describe()}")

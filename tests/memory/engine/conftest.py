@@ -48,7 +48,11 @@ class ContractKeys:
             roles = (
                 catalog_role_descriptors(index=index, tenant_id=tenant_id)
                 if user_id is None
-                else role_descriptors(indices=[index], tenant_id=tenant_id, user_id=user_id)
+                else role_descriptors(
+                    indices=[index, self.config.archive_index(index)],
+                    tenant_id=tenant_id,
+                    user_id=user_id,
+                )
             )
             self.keys[(tenant_id, user_id)] = Cluster(self.config).create_api_key(
                 name=f"contract-{tenant_id[:8]}-{user_id or 'catalog'}",

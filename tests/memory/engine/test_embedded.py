@@ -116,12 +116,15 @@ def test_it_refuses_vectors_of_the_wrong_shape(path):
 
 def _as_version_1(path: Path) -> None:
     """Turn a store into what version 1 wrote: no session column or index, no context table,
-    no schema row."""
+    no archive, no schema row."""
     import sqlite3
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(
         """
+        DROP VIEW memories_all;
+        DROP TABLE memories_archive;
+        DROP TABLE memories_archive_fts;
         DROP INDEX memories_owner_session;
         ALTER TABLE memories DROP COLUMN session_id;
         DROP TABLE memories_context_fts;
@@ -198,7 +201,8 @@ def test_a_version_2_store_gets_the_project_column_from_metadata(path):
     backend_at(path).write([agent_note, other, plain])
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(
-        "ALTER TABLE memories DROP COLUMN project;"
+        "DROP VIEW memories_all;"  # the archive's view (a version 2 store had none)
+        " ALTER TABLE memories DROP COLUMN project;"
         " UPDATE settings SET value = 2 WHERE name = 'schema';"
     )
     conn.close()

@@ -144,12 +144,13 @@ def test_a_scoped_key_has_search_only(es, seeded, alice, bob):
     assert msearch["responses"][0]["hits"]["total"]["value"] == 7
 
 
-def test_a_key_names_exactly_its_tenant_index_and_expires(es, alice):
+def test_a_key_names_exactly_its_tenant_index_its_archive_and_expires(es, alice):
     key = scoped_key_provision(user=alice)
     info = admin_client(es).security.get_api_key(id=key.key_id, owner=True)["api_keys"][0]
     role = info["role_descriptors"]["atlas_memory_reader"]["indices"]
 
-    assert [r["names"] for r in role] == [[es.tenant_index(alice.memory_tenant_id)]]
+    index = es.tenant_index(alice.memory_tenant_id)
+    assert [r["names"] for r in role] == [[index, f"{index}-archive"]]
     assert sorted(role[0]["privileges"]) == [
         "indices:data/read/msearch",
         "indices:data/read/search",
@@ -383,3 +384,22 @@ def test_keys_near_expiry_are_renewed_by_the_scheduled_task(es, seeded, alice, b
     with pytest.raises(AuthenticationException):
         visible_ids(es, near)
     assert "scoped-keys-renew" in settings.CELERY_BEAT_SCHEDULE
+
+
+def test_a_key_made_before_the_archive_is_rotated_to_name_it(es, alice, monkeypatch):
+    from tenants.services import scoped_keys
+
+    index = es.tenant_index(alice.memory_tenant_id)
+    with monkeypatch.context() as before_the_archive:
+        before_the_archive.setattr(scoped_keys, "key_indices", lambda cluster, user: [index])
+        old = scoped_key_provision(user=alice)
+    assert scoped_keys.scoped_key_names_indices(user=alice) is False
+
+    assert scoped_keys.scoped_key_ensure_indices(user=alice) is True
+
+    new = ScopedKey.objects.get(user=alice, status="active")
+    assert new.pk != old.pk
+    info = admin_client(es).security.get_api_key(id=new.key_id, owner=True)["api_keys"][0]
+    names = info["role_descriptors"]["atlas_memory_reader"]["indices"][0]["names"]
+    assert names == [index, f"{index}-archive"]
+    assert scoped_keys.scoped_key_ensure_indices(user=alice) is False  # up to date: kept
