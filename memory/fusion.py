@@ -148,3 +148,32 @@ def credit_successors(legs: dict[str, list[LegHit]]) -> dict[str, list[LegHit]]:
                 out.append(hit)
         credited[leg] = out
     return credited
+
+
+def cap_per_session(
+    fused: list[Fused], session_of: dict[str, str], *, cap: int, head: int
+) -> list[Fused]:
+    """``fused`` with at most ``cap`` turns of any one session among its first ``head``: a
+    turn past its session's cap waits, in order, until the head is full, then the waiting
+    turns follow (nothing is dropped). Documents without a session (facts, playbooks, the
+    catalog, turns sent without one) are never held back.
+
+    A question whose evidence lies in several sessions ("How did Sam go from redundancy to a
+    new job?") finds one session's turns first, and they, with the spread, can fill the page;
+    a cap leaves room for the next session's best turn."""
+    if cap <= 0:
+        return fused
+    taken: dict[str, int] = {}
+    first: list[Fused] = []
+    waiting: list[Fused] = []
+    for f in fused:
+        session = session_of.get(f.id)
+        if len(first) >= head or session is None:
+            (first if len(first) < head else waiting).append(f)
+            continue
+        if taken.get(session, 0) >= cap:
+            waiting.append(f)
+            continue
+        taken[session] = taken.get(session, 0) + 1
+        first.append(f)
+    return first + waiting

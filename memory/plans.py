@@ -36,6 +36,13 @@ class RecallPlan:
       memory when that is weeks older than recall's ``now`` (``clock``: always ``now``).
     - ``strip_time_phrase`` (False): the dense legs embed the query without the time phrase its
       window was read from (``memory.query.without_time_phrase``).
+    - ``feedback_docs`` (0: off): pseudo-relevance feedback from the fused top ``feedback_docs``
+      (read under the asker's scope): ``feedback_terms`` of their words the query lacks added
+      to a second lexical leg (``memory.query.feedback_terms``), and with ``feedback_dense``
+      > 0 a second dense leg on the query vector plus that share of their mean vector; the
+      feedback legs weigh ``feedback_weight`` in the fusion.
+    - ``session_cap`` (0: off): at most that many turns of one session in the returned head
+      (``memory.fusion.cap_per_session``): a multi-hop question's evidence lies in several.
 
     The knobs a deployment may set read ``settings.ATLAS_RECALL`` when left ``None``
     (docs/recall-quality.md, "Defaults"): ``rank_constant`` (RRF), ``candidates`` (per leg),
@@ -65,6 +72,11 @@ class RecallPlan:
     session_spread: float | None = None
     session_depth: int | None = None
     strip_time_phrase: bool = False
+    feedback_docs: int = 0
+    feedback_terms: int = 0
+    feedback_dense: float = 0.0
+    feedback_weight: float = 0.5
+    session_cap: int = 0
 
     def __post_init__(self) -> None:
         if not self.legs or set(self.legs) - set(LEGS):
@@ -85,6 +97,16 @@ class RecallPlan:
             raise ValidationError("session_depth must be 0-10.", code="bad_plan")
         if self.candidates is not None and not 1 <= self.candidates <= 1000:
             raise ValidationError("candidates must be 1-1000.", code="bad_plan")
+        if not 0 <= self.feedback_docs <= 20 or not 0 <= self.feedback_terms <= 50:
+            raise ValidationError(
+                "feedback_docs must be 0-20 and feedback_terms 0-50.", code="bad_plan"
+            )
+        if not 0.0 <= self.feedback_dense <= 10.0 or not 0.0 <= self.feedback_weight <= 10.0:
+            raise ValidationError(
+                "feedback_dense and feedback_weight must be 0-10.", code="bad_plan"
+            )
+        if not 0 <= self.session_cap <= 50:
+            raise ValidationError("session_cap must be 0-50.", code="bad_plan")
 
 
 DEFAULT_PLAN = RecallPlan()
@@ -112,6 +134,11 @@ class ResolvedPlan:
     session_spread: float
     session_depth: int
     strip_time_phrase: bool
+    feedback_docs: int = 0
+    feedback_terms: int = 0
+    feedback_dense: float = 0.0
+    feedback_weight: float = 0.5
+    session_cap: int = 0
 
     @property
     def lexical(self) -> bool:
@@ -120,6 +147,12 @@ class ResolvedPlan:
     @property
     def dense(self) -> bool:
         return "dense" in self.legs
+
+    @property
+    def feedback(self) -> bool:
+        """Whether pseudo-relevance feedback runs: documents to read and a leg to feed."""
+        lexical = self.lexical and self.feedback_terms > 0
+        return self.feedback_docs > 0 and (lexical or (self.dense and self.feedback_dense > 0))
 
 
 def resolve_plan(plan: RecallPlan, config: RecallSettings) -> ResolvedPlan:
@@ -144,4 +177,9 @@ def resolve_plan(plan: RecallPlan, config: RecallSettings) -> ResolvedPlan:
         ),
         session_depth=config.session_depth if plan.session_depth is None else plan.session_depth,
         strip_time_phrase=plan.strip_time_phrase,
+        feedback_docs=plan.feedback_docs,
+        feedback_terms=plan.feedback_terms,
+        feedback_dense=plan.feedback_dense,
+        feedback_weight=plan.feedback_weight,
+        session_cap=plan.session_cap,
     )

@@ -227,3 +227,30 @@ def lexical_terms(text: str) -> list[str]:
     (a query is never emptied)."""
     words = [word for word in text.split() if any(char.isalnum() for char in word)]
     return [w for w in words if w.lower().strip(string.punctuation) not in STOP_WORDS] or words
+
+
+def feedback_terms(query: str, texts: list[str], *, limit: int) -> list[str]:
+    """Up to ``limit`` words of ``texts`` (the first pass's best hits) that ``query`` lacks,
+    for pseudo-relevance feedback: the words most of the texts share first (a word in two of
+    three hits says more about the topic than one said twice in one), then the most frequent,
+    then the earliest seen. Lower-cased, without punctuation, function words or words under
+    three characters, so what the expanded lexical leg searches is content."""
+    asked = {w.lower().strip(string.punctuation) for w in query.split()}
+    docs: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    order: dict[str, int] = {}
+    for text in texts:
+        seen: set[str] = set()
+        for raw in text.split():
+            word = raw.lower().strip(string.punctuation)
+            if len(word) < 3 or word in STOP_WORDS or word in asked:
+                continue
+            if not all(char.isalnum() or char in "'-" for char in word):
+                continue
+            order.setdefault(word, len(order))
+            counts[word] = counts.get(word, 0) + 1
+            if word not in seen:
+                seen.add(word)
+                docs[word] = docs.get(word, 0) + 1
+    ranked = sorted(counts, key=lambda w: (-docs[w], -counts[w], order[w]))
+    return ranked[: max(0, limit)]

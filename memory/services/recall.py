@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.conf import settings
 
 from atlas_platform.config import RecallSettings
@@ -24,9 +25,16 @@ from memory.engine.types import (
     RecallFilter,
     SessionTurn,
 )
-from memory.fusion import Fused, credit_successors, leg_confidence, rrf, spread_to_neighbours
+from memory.fusion import (
+    Fused,
+    cap_per_session,
+    credit_successors,
+    leg_confidence,
+    rrf,
+    spread_to_neighbours,
+)
 from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan, ResolvedPlan, resolve_plan
-from memory.query import TimeWindow, parse_time_window, without_time_phrase
+from memory.query import TimeWindow, feedback_terms, parse_time_window, without_time_phrase
 from memory.rerank import default_reranker, rerank
 from memory.services import bookkeeping
 from memory.services.common import backend, clean_project, clean_text, embedder, store_errors
@@ -146,9 +154,17 @@ def memory_recall(
         if ask.credit:  # the spread below reads the credited legs too
             legs = credit_successors(legs)
         fused = _fuse(legs, ask, resolved)
+    if resolved.feedback and fused:
+        with _timed(timings, "feedback_ms"):
+            legs = _feedback_legs(scope, fused, legs, leg_query, resolved)
+            if ask.credit:
+                legs = credit_successors(legs)
+            fused = _fuse(legs, ask, resolved)
+    sessions = _sessions(legs)
     if _spreads(fused, ask, resolved):
         with _timed(timings, "spread_ms"):
-            fused = _spread(scope, fused, legs, ask, resolved)
+            fused = _spread(scope, fused, legs, ask, resolved, sessions)
+    fused = cap_per_session(fused, sessions, cap=resolved.session_cap, head=ask.k)
     reranker = default_reranker() if resolved.rerank else None
     with _timed(timings, "read_ms"):
         # A reranker reads every candidate; otherwise only the head of the fused list.
@@ -298,6 +314,7 @@ def _fuse(legs: dict[str, list[LegHit]], ask: _Ask, plan: ResolvedPlan) -> list[
         for leg in ("lexical", "lexical_time")
         if leg in legs
     }
+    weights.update({leg: plan.feedback_weight for leg in FEEDBACK_LEGS if leg in legs})
     fused = rrf(legs, weights=weights, rank_constant=plan.rank_constant)
     return [f for f in fused if f.id not in ask.excluded]
 
@@ -315,9 +332,11 @@ def _spread(
     legs: dict[str, list[LegHit]],
     ask: _Ask,
     plan: ResolvedPlan,
+    sessions: dict[str, str],
 ) -> list[Fused]:
     """The fused head's turns lend a share of their score to their session neighbours
-    (``memory.fusion.spread_to_neighbours``), read with the asker's own credential."""
+    (``memory.fusion.spread_to_neighbours``), read with the asker's own credential. A
+    neighbour's session (its lender's) is added to ``sessions``."""
     turns = {
         hit.id: SessionTurn(id=hit.id, session_id=hit.session_id, timestamp=hit.timestamp)
         for hits in legs.values()
@@ -329,8 +348,69 @@ def _spread(
         around = backend().session_neighbours(
             scope, head, depth=plan.session_depth, since=ask.since, until=ask.until
         )
+    for lender, near in around.items():
+        for neighbour in (*near.before, *near.after):
+            sessions.setdefault(neighbour, turns[lender].session_id)
     spread = spread_to_neighbours(fused, around, weight=plan.session_spread)
     return [f for f in spread if f.id not in ask.excluded]
+
+
+def _sessions(legs: dict[str, list[LegHit]]) -> dict[str, str]:
+    """The session of every turn a leg found (``cap_per_session`` reads it)."""
+    return {hit.id: hit.session_id for hits in legs.values() for hit in hits if hit.session_id}
+
+
+# The legs pseudo-relevance feedback adds (``_feedback_legs``), weighed by the plan's
+# ``feedback_weight``.
+FEEDBACK_LEGS = ("lexical_feedback", "dense_feedback")
+
+
+def _feedback_legs(
+    scope: ReadScope,
+    fused: list[Fused],
+    legs: dict[str, list[LegHit]],
+    leg_query: LegQuery,
+    plan: ResolvedPlan,
+) -> dict[str, list[LegHit]]:
+    """``legs`` plus a second run fed by the first pass's best hits (pseudo-relevance
+    feedback): their words the query lacks added to the lexical leg, their mean vector added
+    to the query's. The hits are read with the asker's own scope, so feedback only ever
+    reads what the asker could be shown."""
+    with store_errors():
+        docs = backend().get_many(scope, [f.id for f in fused[: plan.feedback_docs]])
+    texts = [doc.text for doc in docs if doc.text]
+    if not texts:
+        return legs
+    terms = feedback_terms(leg_query.text, texts, limit=plan.feedback_terms)
+    lexical = plan.lexical and bool(terms)
+    vector = _fed_vector(leg_query.vector, texts, plan.feedback_dense) if plan.dense else None
+    if not lexical and vector is None:
+        return legs
+    fed = dataclasses.replace(
+        leg_query,
+        text=" ".join([leg_query.text, *terms]),
+        vector=vector,
+        lexical=lexical,
+        dense=vector is not None,
+    )
+    with store_errors():
+        run = backend().recall_legs(scope, fed)
+    more = {"lexical_feedback": run.lexical} if lexical else {}
+    if vector is not None:
+        more["dense_feedback"] = run.dense
+    return {**legs, **more}
+
+
+def _fed_vector(vector: list[float] | None, texts: list[str], share: float) -> list[float] | None:
+    """The query vector plus ``share`` times the mean of ``texts``' vectors, unit length
+    (Rocchio); ``None`` when there is no query vector or no share."""
+    if vector is None or share <= 0.0:
+        return None
+    query = np.asarray(vector, dtype=np.float64)
+    mean = np.asarray(embedder().embed(texts), dtype=np.float64).mean(axis=0)
+    moved = query + share * mean
+    norm = float(np.linalg.norm(moved))
+    return (moved / norm).tolist() if norm > 0.0 else None
 
 
 def _hits(chosen: list[tuple[Fused, MemoryDoc]]) -> list[RecallHit]:

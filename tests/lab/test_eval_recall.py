@@ -299,6 +299,13 @@ def test_eval_recall_gates_each_new_corpus_on_elasticsearch(es: Any, tmp_path: P
     assert report["paths"]["sessions"]["per_corpus"] == full["per_corpus"]
     assert set(report["paths"]["text"]["per_corpus"]) == {"conversations", "agent_work"}
     assert report["paths"]["text"]["leaks"] == 0
+    # Each path's ablations and questions are kept, so a method is chosen per path.
+    assert report["path_ablations"]["sessions"] == report["ablations"]
+    assert set(report["path_ablations"]["text"]["full"]["per_corpus"]) == {
+        "conversations",
+        "agent_work",
+    }
+    assert len(report["path_questions"]["text"]) == len(report["questions"])
     assert set(full["per_corpus"]) == {"conversations", "agent_work"}
     assert {k.split("/")[0] for k in full["per_corpus_kind"]} == {"conversations", "agent_work"}
     for corpus, gate in (part.split("=") for part in CORPUS_GATES.split(",")):

@@ -68,6 +68,24 @@ ABLATIONS = (
     # The dense legs embed the question without its time phrase ("in March"): the window
     # carries the time (memory.query.without_time_phrase).
     Ablation("strip_time_phrase", RecallPlan(strip_time_phrase=True)),
+    # Issue 33, items 3 and 4 (lab/docs/recall-notebook.md, "Issue 33: methods"): pseudo-
+    # relevance feedback from the fused top n (lexical: m new words; dense: the hits' mean
+    # vector at a share), weighed w in the fusion; at most c turns per session in the top k.
+    Ablation("prf_lex_3x5", RecallPlan(feedback_docs=3, feedback_terms=5)),
+    Ablation("prf_lex_3x10", RecallPlan(feedback_docs=3, feedback_terms=10)),
+    Ablation("prf_lex_5x10", RecallPlan(feedback_docs=5, feedback_terms=10)),
+    Ablation(
+        "prf_lex_3x10_w1", RecallPlan(feedback_docs=3, feedback_terms=10, feedback_weight=1.0)
+    ),
+    Ablation("prf_dense_3x0_5", RecallPlan(feedback_docs=3, feedback_dense=0.5)),
+    Ablation("prf_dense_3x1", RecallPlan(feedback_docs=3, feedback_dense=1.0)),
+    Ablation(
+        "prf_both_3",
+        RecallPlan(feedback_docs=3, feedback_terms=10, feedback_dense=0.5),
+    ),
+    Ablation("session_cap_1", RecallPlan(session_cap=1)),
+    Ablation("session_cap_2", RecallPlan(session_cap=2)),
+    Ablation("session_cap_3", RecallPlan(session_cap=3)),
 )
 
 

@@ -138,6 +138,10 @@ class Command(BaseCommand):
             self._write(tables(each))
         if len(reports) > 1:
             report["paths"] = {p: _path_figures(r) for p, r in reports.items()}
+            # Every ablation of every path, and each path's questions (the first path's are
+            # ``questions``): a method is chosen per path, question by question.
+            report["path_ablations"] = {p: r["ablations"] for p, r in reports.items()}
+            report["path_questions"] = {p: r["questions"] for p, r in reports.items()}
             self._write(path_table(report["paths"]))
         self._write(overlap_tables(overlap)[:1])
         if options["json_path"]:
