@@ -28,6 +28,10 @@ logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # which CPU build i
 
 import faiss  # noqa: E402 - after its loader's log level
 
+# One thread: a server process answers requests in parallel already, and OpenMP's team for an
+# add of a few rows cost ~10x the add itself on this busy 2-core machine (spinning waits).
+faiss.omp_set_num_threads(1)
+
 MIN_ROWS = 20_000  # below: exact numpy over the snapshot's float32 matrix
 EXACT_ROWS = 4_000  # a filter leaving at most this many rows: exact over them
 PROBE_SHARE = 0.1  # of the lists searched (nprobe; docs/performance.md: recall@80 by size)
@@ -78,11 +82,9 @@ class DenseIndex:
             return
         self.remove(seqs)
         self._index.add_with_ids(np.ascontiguousarray(units, dtype=np.float32), seqs)
-        ordered = np.sort(seqs)
-        if not len(self._seqs) or ordered[0] > self._seqs[-1]:  # new rows: appended in order
-            self._seqs = np.concatenate([self._seqs, ordered])
-        else:
-            self._seqs = np.union1d(self._seqs, ordered)
+        ordered = np.unique(seqs)  # small: the rows of one write or one catch-up
+        # Sorted insertion, one copy (a hashing union of the whole column cost ~100 ms at 100k).
+        self._seqs = np.insert(self._seqs, np.searchsorted(self._seqs, ordered), ordered)
 
     def remove(self, seqs: Seqs) -> None:
         """Take the rows ``seqs`` out (those not here are ignored); the caller holds ``lock``."""

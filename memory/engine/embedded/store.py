@@ -183,12 +183,27 @@ class Store:
                 conn, owner, tenant_id, rev, purged, cached.rev, units=cached.dense is None
             )
             fresh = cached.merged(since)
-        else:
-            units = owner not in self._indexes
-            fresh = self._load(conn, owner, tenant_id, rev, purged, 0, units=units)
+        else:  # the small columns first: a large owner's vectors go to its index, never here
+            fresh = self._load(conn, owner, tenant_id, rev, purged, 0, units=False)
+            if owner not in self._indexes and fresh.has_unit.sum() < self._ann_min_rows:
+                fresh = dataclasses.replace(fresh, units=self._matrix(conn, owner, fresh))
         fresh = self._in_step(conn, owner, tenant_id, fresh)
         self._cache.put(owner, fresh, keep)
         return fresh
+
+    def _matrix(self, conn: sqlite3.Connection, owner: str, snapshot: Snapshot) -> Vector:
+        """The float32 matrix of a small owner's snapshot (zeros where a row has none)."""
+        seqs, units = self._unpack(
+            conn.execute(
+                "SELECT seq, unit FROM memories WHERE owner = ? AND rev <= ?"
+                " AND unit IS NOT NULL ORDER BY seq",
+                (owner, snapshot.rev),
+            ).fetchall()
+        )
+        matrix = np.zeros((len(snapshot.seqs), self.dims), dtype=np.float32)
+        pos = snapshot.positions(seqs)
+        matrix[pos[pos >= 0]] = units[pos >= 0]
+        return matrix
 
     # --- the dense index: the one place it is kept in step with the rows ------------------------
     def _in_step(
