@@ -20,7 +20,7 @@ from typing import Any
 
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import EngineError, MemoryBackend, require_personal
-from memory.engine.embedded import archive, legs
+from memory.engine.embedded import ann, archive, legs
 from memory.engine.embedded.scopes import owner_key, recall_owners, scope_owners, user_where
 from memory.engine.embedded.snapshots import sortable
 from memory.engine.embedded.store import (
@@ -54,14 +54,24 @@ BACKUP_FILE = "memory.sqlite3"
 
 
 class EmbeddedBackend(MemoryBackend):
-    """The contract over a SQLite file at ``path`` (FTS5 for BM25, numpy for cosine)."""
+    """The contract over a SQLite file at ``path`` (FTS5 for BM25, numpy for cosine; an
+    owner's dense index past ``ann_min_rows`` vectors)."""
 
     name = "embedded"
 
-    def __init__(self, *, path: Path, dims: int, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        path: Path,
+        dims: int,
+        cache_bytes: int = CACHE_BYTES,
+        ann_min_rows: int = ann.MIN_ROWS,
+    ) -> None:
         self.path = Path(path)
         self.dims = dims
-        self._store = Store(path=self.path, dims=dims, cache_bytes=cache_bytes)
+        self._store = Store(
+            path=self.path, dims=dims, cache_bytes=cache_bytes, ann_min_rows=ann_min_rows
+        )
 
     def ensure_ready(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,15 @@
-"""The recall legs over the store: FTS5 BM25 (lexical) and numpy cosine (dense) on the owners'
-snapshots, each scored with ``base.signal_multiplier`` itself."""
+"""The recall legs over the store: FTS5 BM25 (lexical) and numpy cosine or the owner's dense
+index (dense) on the owners' snapshots, each scored with ``base.signal_multiplier`` itself.
+
+Both legs are bounded. When a query's terms together match more than ``LEXICAL_FULL`` index
+entries (their document frequencies, FTS5's own through ``fts5vocab``), the lexical leg drops
+the terms found in more than ``COMMON_SHARE`` of the rows, keeps the rest rarest first while they
+fit ``LEXICAL_POSTINGS`` (the rarest always), and SQLite itself keeps the best
+``LEXICAL_FETCH`` x size by BM25 (``ORDER BY ... LIMIT``) instead of every match reaching
+Python: the common words of a long turn never pull every row. Below ``LEXICAL_FULL`` (every
+store of a few thousand memories) nothing changes: every match is ranked with its
+multipliers, as before.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +28,19 @@ from memory.engine.embedded.store import Store, decode, unit_vector
 from memory.engine.types import LegHit, LegQuery, LegResults, MemoryDoc, ReadScope
 from memory.query import lexical_terms
 
+LEXICAL_POSTINGS = 50_000  # index entries one query may read (its rarest terms that fit)
+LEXICAL_FULL = 20_000  # up to here every match is ranked in Python (exactly as before)
+COMMON_SHARE = 0.05  # past LEXICAL_FULL, a term in more of the rows than this is dropped
+LEXICAL_FETCH = 8  # x size: the matches SQLite keeps by BM25 past LEXICAL_FULL
+TERM_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.atlas_query USING fts5("
+    "term, tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.atlas_query_tokens"
+    " USING fts5vocab(temp, atlas_query, 'instance')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.atlas_index_tokens"
+    " USING fts5vocab(main, memories_fts, 'row')",
+)
+
 
 def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
     started = time.perf_counter()
@@ -28,8 +51,9 @@ def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
     with store.transaction() as conn:
         only = _seqs_of(conn, query.filter.ids)
         masked = []
+        names = [owner for owner, _ in owners]
         for owner, kinds in owners:
-            snapshot = store.snapshot(conn, owner, scope.tenant_id)
+            snapshot = store.snapshot(conn, owner, scope.tenant_id, keep=names)
             masked.append((snapshot, snapshots.recall_mask(snapshot, kinds, query.filter, only)))
         lexical: list[Candidate] = []
         if query.lexical:
@@ -41,6 +65,8 @@ def recall_legs(store: Store, scope: ReadScope, query: LegQuery) -> LegResults:
         if query.filter.include_archived and scope.user_id is not None:
             lexical, dense = _with_archived(conn, store, scope, query, vector, lexical, dense)
         dense = _top(dense, query.size)
+        if vector is not None and any(snapshot.dense is not None for snapshot, _ in masked):
+            dense = _exact_cosine(conn, dense, vector)
         docs = _docs_by_seq(conn, {candidate.seq for candidate in lexical + dense})
     return LegResults(
         lexical=_hits(lexical, docs, query),
@@ -94,33 +120,104 @@ def _lexical(
     masked: list[tuple[Snapshot, snapshots.Mask]],
     query: LegQuery,
 ) -> list[Candidate]:
-    terms = lexical_terms(query.text)
+    terms, _, bounded = _bounded_terms(conn, list(dict.fromkeys(lexical_terms(query.text))))
     if not terms or not owners:
         return []
+    limit = LEXICAL_FETCH * query.size if bounded else None
+    while True:
+        seqs, bm25, full = _bm25(conn, terms, owners, query, limit)
+        candidates: list[Candidate] = []
+        for snapshot, mask in masked:
+            candidates += snapshots.lexical_candidates(snapshot, mask, seqs, bm25, query)
+        if limit is None or len(candidates) >= query.size or not full:
+            return _top(candidates, query.size)
+        limit *= 8  # the filter kept too few of SQLite's best: ask for more
+
+
+def _bm25(
+    conn: sqlite3.Connection,
+    terms: list[str],
+    owners: list[str],
+    query: LegQuery,
+    limit: int | None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], bool]:
+    """The matches' seqs and BM25 (the best ``limit`` of each table, or all); whether a
+    table returned a full ``limit``."""
     # Field weights as the Elasticsearch backend's; the owner column only filters.
-    scores: dict[int, float] = dict(
-        conn.execute(
-            "SELECT rowid, -bm25(memories_fts, 0, 1, 0.5, 0.3, 0.5) FROM memories_fts"
-            " WHERE memories_fts MATCH ?",
-            (_match_expression(terms, owners, "{text name description trigger_text}"),),
-        ).fetchall()
-    )
+    tables = [("memories_fts", "0, 1, 0.5, 0.3, 0.5", "{text name description trigger_text}", 1.0)]
     boost = max(0.0, float(query.context_boost))
     if boost > 0.0:
         # A turn's lexical context, with its own statistics, added at ``context_boost`` (as
         # Elasticsearch's most_fields sums the fields' scores).
-        for seq, score in conn.execute(
-            "SELECT rowid, -bm25(memories_context_fts, 0, 1) FROM memories_context_fts"
-            " WHERE memories_context_fts MATCH ?",
-            (_match_expression(terms, owners, "context"),),
-        ):
-            scores[seq] = scores.get(seq, 0.0) + boost * score
+        tables.append(("memories_context_fts", "0, 1", "context", boost))
+    scores: dict[int, float] = {}
+    full = False
+    for table, weights, columns, factor in tables:
+        sql = f"SELECT rowid, -bm25({table}, {weights}) AS score FROM {table} WHERE {table} MATCH ?"  # noqa: S608 - fixed text
+        if limit is not None:
+            sql += f" ORDER BY score DESC LIMIT {int(limit)}"
+        rows = conn.execute(sql, (_match_expression(terms, owners, columns),)).fetchall()
+        full |= limit is not None and len(rows) >= limit
+        for seq, score in rows:
+            scores[seq] = scores.get(seq, 0.0) + factor * score
     seqs = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
     bm25 = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    candidates: list[Candidate] = []
-    for snapshot, mask in masked:
-        candidates += snapshots.lexical_candidates(snapshot, mask, seqs, bm25, query)
-    return _top(candidates, query.size)
+    return seqs, bm25, full
+
+
+def _bounded_terms(conn: sqlite3.Connection, terms: list[str]) -> tuple[list[str], int, bool]:
+    """The query's terms to search, the postings they read, and whether they were bounded
+    (the module's docstring). A term's frequency is that of its tokens as FTS5 indexed them
+    (the same tokenizer, stems included)."""
+    if not terms:
+        return [], 0, False
+    for statement in TERM_TABLES:
+        conn.execute(statement)
+    conn.execute("DELETE FROM temp.atlas_query")
+    conn.executemany(
+        "INSERT INTO temp.atlas_query (rowid, term) VALUES (?, ?)", enumerate(terms, 1)
+    )
+    tokens = conn.execute("SELECT doc, term FROM temp.atlas_query_tokens").fetchall()
+    documents: dict[str, int] = {}
+    for token in {term for _, term in tokens}:  # one lookup each (a join would scan the vocab)
+        row = conn.execute(
+            "SELECT doc FROM temp.atlas_index_tokens WHERE term = ?", (token,)
+        ).fetchone()
+        documents[token] = int(row[0]) if row else 0
+    frequency: dict[int, int] = {}
+    for n, token in tokens:  # a phrase (a term of several tokens): its rarest token
+        frequency[n] = min(frequency.get(n, documents[token]), documents[token])
+    conn.execute("DELETE FROM temp.atlas_query")
+    ranked = sorted(range(1, len(terms) + 1), key=lambda n: frequency.get(n, 0))
+    if sum(frequency.values()) <= LEXICAL_FULL:
+        return [terms[n - 1] for n in ranked], sum(frequency.values()), False
+    (rows,) = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()
+    kept: list[str] = []
+    postings = 0
+    for n in ranked:
+        found = frequency.get(n, 0)
+        common = found > COMMON_SHARE * rows or postings + found > LEXICAL_POSTINGS
+        if kept and common:
+            break
+        kept.append(terms[n - 1])
+        postings += found
+    return kept, postings, True
+
+
+def _exact_cosine(
+    conn: sqlite3.Connection, candidates: list[Candidate], vector: snapshots.Vector
+) -> list[Candidate]:
+    """Dense candidates from an index (8-bit scores) rescored with their stored vectors."""
+    rows = conn.execute(
+        "SELECT seq, unit FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+        (json.dumps([c.seq for c in candidates]),),
+    ).fetchall()
+    exact = {
+        seq: (1.0 + float(np.frombuffer(unit, dtype=np.float32) @ vector)) / 2.0
+        for seq, unit in rows
+        if unit is not None
+    }
+    return [c._replace(raw=exact[c.seq]) for c in candidates if c.seq in exact]
 
 
 def _match_expression(terms: list[str], owners: list[str], columns: str) -> str:

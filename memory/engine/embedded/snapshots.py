@@ -2,7 +2,10 @@
 filter and rank on, and the ranking signals vectorised over them.
 
 An owner is one (tenant, user) pair, or a tenant's catalog. A snapshot is immutable (threads
-share it); a newer one replaces it whole, built from the rows written since.
+share it); a newer one replaces it whole, built from the rows written since. Its columns are
+small types (a kind is one byte, a time eight). The unit vectors are a float32 matrix while the
+owner is small; past ``ann.MIN_ROWS`` they live in the owner's ``DenseIndex`` instead (shared,
+kept in step by ``store``) and the snapshot holds none.
 """
 
 from __future__ import annotations
@@ -10,19 +13,43 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from memory.engine.types import LegQuery, MemoryDoc, MemoryType, Ranking, RecallFilter
+from memory.engine.types import (
+    MEMORY_TYPES,
+    LegQuery,
+    MemoryDoc,
+    MemoryType,
+    Ranking,
+    RecallFilter,
+)
+
+if TYPE_CHECKING:
+    from memory.engine.embedded.ann import DenseIndex
 
 Vector = npt.NDArray[np.float32]
 Mask = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.intp]
 Scores = npt.NDArray[np.float64]
+Kinds = npt.NDArray[np.uint8]
+Times = npt.NDArray[np.datetime64]
+
+DENSE_FETCH = 2  # the index's hits per wanted candidate, for the multipliers to choose from
+KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(MEMORY_TYPES)}
+
+
+def kind_code(kind: str) -> int:
+    return KIND_CODES[kind]
+
+
+def as_time(text: str) -> np.datetime64:
+    return np.datetime64(text, "us")
 
 
 class Candidate(NamedTuple):
@@ -38,14 +65,15 @@ class Snapshot:
     rev: int
     purged: int
     seqs: npt.NDArray[np.int64]
-    kinds: npt.NDArray[np.str_]
+    kinds: Kinds  # KIND_CODES
     superseded: Mask
-    timestamps: npt.NDArray[np.str_]  # sortable() text
+    timestamps: Times  # UTC, microseconds
     decay_at: Scores  # epoch seconds the time decay reads (NaN: exempt)
     use_count: Scores
     projects: npt.NDArray[np.str_]  # MemoryDoc.project, "" for none
-    units: Vector  # unit vectors, zeros where has_unit is False
+    units: Vector  # unit vectors, zeros where has_unit is False; no rows when ``dense`` is set
     has_unit: Mask
+    dense: DenseIndex | None = None  # the owner's index (shared with its other snapshots)
 
     COLUMNS = (
         "seqs", "kinds", "superseded", "timestamps", "decay_at", "use_count", "projects", "units",
@@ -53,25 +81,30 @@ class Snapshot:
     )  # fmt: skip
 
     @classmethod
-    def from_rows(cls, rows: list[Any], *, rev: int, purged: int, dims: int) -> Snapshot:
+    def from_rows(
+        cls, rows: list[Any], *, rev: int, purged: int, dims: int, units: bool = True
+    ) -> Snapshot:
         """From ``(seq, memory_type, superseded, timestamp, decay_at, use_count, project,
-        unit)`` rows in seq order, ``project`` "" for none, ``unit`` a float32 blob or None."""
-        empty: list[tuple[Any, ...]] = [()] * 8
-        seqs, kinds, superseded, stamps, decay_at, uses, projects, units = (
+        has_unit, unit)`` rows in seq order, ``project`` "" for none, ``unit`` a float32 blob
+        or None; ``units`` False: the vectors were not read (no matrix; ``has_unit`` still says
+        which rows have one)."""
+        empty: list[tuple[Any, ...]] = [()] * 9
+        seqs, kinds, superseded, stamps, decay_at, uses, projects, has, vectors = (
             zip(*rows, strict=True) if rows else empty
         )
-        has_unit = np.array([unit is not None for unit in units], dtype=np.bool_)
-        matrix = np.zeros((len(rows), dims), dtype=np.float32)
-        if has_unit.any():
-            packed = b"".join(unit for unit in units if unit is not None)
-            matrix[has_unit] = np.frombuffer(packed, dtype=np.float32).reshape(-1, dims)
+        has_unit = np.array(has, dtype=np.bool_)
+        loaded = np.array([unit is not None for unit in vectors], dtype=np.bool_)
+        matrix = np.zeros((len(rows) if units else 0, dims), dtype=np.float32)
+        if units and loaded.any():
+            packed = b"".join(unit for unit in vectors if unit is not None)
+            matrix[loaded] = np.frombuffer(packed, dtype=np.float32).reshape(-1, dims)
         return cls(
             rev=rev,
             purged=purged,
             seqs=np.array(seqs, dtype=np.int64),
-            kinds=np.array(kinds, dtype=np.str_),
+            kinds=np.array([KIND_CODES[kind] for kind in kinds], dtype=np.uint8),
             superseded=np.array(superseded, dtype=np.bool_),
-            timestamps=np.array(stamps, dtype=np.str_),
+            timestamps=np.array(stamps, dtype="datetime64[us]"),
             decay_at=np.array(decay_at, dtype=np.float64),
             use_count=np.array(uses, dtype=np.float64),
             projects=np.array(projects, dtype=np.str_),
@@ -80,18 +113,31 @@ class Snapshot:
         )
 
     def merged(self, fresh: Snapshot) -> Snapshot:
-        """This snapshot with ``fresh``'s rows replacing or joining its own, as a copy."""
+        """This snapshot with ``fresh``'s rows replacing or joining its own, as a new snapshot.
+        Only the columns that change are copied: a usage bump (known rows, same vectors) shares
+        this snapshot's matrix, and an owner with a ``dense`` index has no matrix to copy."""
         pos = self.positions(fresh.seqs)
         known = pos >= 0
         columns: dict[str, Any] = {}
         for name in self.COLUMNS:
             mine, theirs = getattr(self, name), getattr(fresh, name)
-            columns[name] = np.concatenate([mine, theirs[~known]])
+            if name == "units" and self.dense is not None:
+                columns[name] = mine[:0]  # the vectors are in the index
+                continue
+            if known.all():
+                if np.array_equal(mine[pos], theirs):
+                    columns[name] = mine  # unchanged: shared, never copied
+                    continue
+                columns[name] = mine.copy()
+            else:
+                columns[name] = np.concatenate([mine, theirs[~known]])
             columns[name][pos[known]] = theirs[known]
         if np.any(np.diff(columns["seqs"]) < 0):  # a row moved here from another owner
             order = np.argsort(columns["seqs"])
-            columns = {name: column[order] for name, column in columns.items()}
-        return Snapshot(rev=fresh.rev, purged=fresh.purged, **columns)
+            columns = {
+                name: column[order] if len(column) else column for name, column in columns.items()
+            }
+        return Snapshot(rev=fresh.rev, purged=fresh.purged, dense=self.dense, **columns)
 
     def positions(self, seqs: npt.NDArray[np.int64]) -> Rows:
         """Where each of ``seqs`` sits in this snapshot, -1 where it is not here."""
@@ -117,14 +163,21 @@ class SnapshotCache:
         with self._lock:
             return self._snapshots.get(owner)
 
-    def put(self, owner: str, snapshot: Snapshot) -> None:
+    def put(self, owner: str, snapshot: Snapshot, keep: Collection[str] = ()) -> None:
+        """Keep ``snapshot`` as ``owner``'s; past ``max_bytes`` drop the least recently used,
+        never one of ``keep`` (the owners of the read putting it: a read must not evict the
+        snapshot it needs, as the catalog's once evicted a large user's on every recall)."""
         with self._lock:
             cached = self._snapshots.get(owner)
             if cached is None or cached.rev <= snapshot.rev:  # an older reader may come last
                 self._snapshots[owner] = snapshot
             self._snapshots.move_to_end(owner)
-            while len(self._snapshots) > 1 and self._total_bytes() > self._max_bytes:
-                self._snapshots.popitem(last=False)
+            kept = {owner, *keep}
+            while self._total_bytes() > self._max_bytes:
+                victim = next((name for name in self._snapshots if name not in kept), None)
+                if victim is None:
+                    break
+                del self._snapshots[victim]
 
     def _total_bytes(self) -> int:
         return sum(snapshot.nbytes for snapshot in self._snapshots.values())
@@ -144,20 +197,20 @@ def recall_mask(
 ) -> Mask:
     """The rows a leg may rank: the kinds and the filter's window; ``only_seqs``: the rows of
     the filter's ``ids`` (none other is ranked)."""
-    mask = np.isin(snapshot.kinds, kinds)
+    mask = np.isin(snapshot.kinds, [KIND_CODES[kind] for kind in kinds])
     if only_seqs is not None:
         mask &= np.isin(snapshot.seqs, only_seqs)
     if not wanted.include_superseded:
         mask &= ~snapshot.superseded
     if wanted.since is not None:
-        mask &= snapshot.timestamps >= sortable(wanted.since)
+        mask &= snapshot.timestamps >= as_time(sortable(wanted.since))
     if wanted.until is not None:
-        mask &= snapshot.timestamps <= sortable(wanted.until)
+        mask &= snapshot.timestamps <= as_time(sortable(wanted.until))
     if wanted.project is not None:
         scoped = snapshot.projects == wanted.project
         if wanted.include_unscoped:
             scoped |= snapshot.projects == ""
-        mask &= scoped | (snapshot.kinds == "catalog")
+        mask &= scoped | (snapshot.kinds == KIND_CODES["catalog"])
     return mask
 
 
@@ -174,10 +227,22 @@ def lexical_candidates(
 def dense_candidates(
     snapshot: Snapshot, mask: Mask, vector: Vector, query: LegQuery
 ) -> list[Candidate]:
-    rows = np.flatnonzero(mask & snapshot.has_unit)
-    if not rows.size:
-        return []
-    cosine = (snapshot.units @ vector)[rows].astype(np.float64)
+    """The best rows of ``mask`` by cosine (times the multipliers): exact over the matrix, or
+    the owner's dense index searched for ``DENSE_FETCH`` times ``query.size`` of the rows in
+    ``mask`` (the multipliers then choose among them; the legs rescore with exact vectors)."""
+    usable = mask & snapshot.has_unit
+    if snapshot.dense is None:
+        rows = np.flatnonzero(usable)
+        if not rows.size:
+            return []
+        cosine = (snapshot.units @ vector)[rows].astype(np.float64)
+    else:
+        allowed = None if np.array_equal(usable, snapshot.has_unit) else snapshot.seqs[usable]
+        found, scores = snapshot.dense.search(vector, DENSE_FETCH * query.size, allowed)
+        pos = snapshot.positions(found)
+        keep = pos >= 0  # a row the index holds but this snapshot does not: never returned
+        keep[keep] = usable[pos[keep]]
+        rows, cosine = pos[keep], np.asarray(scores, dtype=np.float64)[keep]
     return best_candidates(snapshot, rows, (1.0 + cosine) / 2.0, query)  # as Elasticsearch
 
 
@@ -202,14 +267,16 @@ def decay_anchor(doc: MemoryDoc) -> float | None:
 def multipliers(snapshot: Snapshot, rows: Rows, ranking: Ranking, now: datetime) -> Scores:
     kinds = snapshot.kinds[rows]
     factor = np.ones(len(rows), dtype=np.float64)
-    decaying = (kinds == "episodic") | (kinds == "semantic") | (kinds == "entity")
+    decaying = np.isin(
+        kinds, [KIND_CODES["episodic"], KIND_CODES["semantic"], KIND_CODES["entity"]]
+    )
     if ranking.apply_decay and decaying.any():
         age_days = np.abs(now.timestamp() - snapshot.decay_at[rows][decaying]) / 86400.0
         distance = np.maximum(0.0, age_days - ranking.decay_offset_days)
         sigma_sq = -(ranking.decay_scale_days**2) / (2.0 * math.log(ranking.decay))
         factor[decaying] = np.exp(-(distance**2) / (2.0 * sigma_sq))
-    semantic = kinds == "semantic"
+    semantic = kinds == KIND_CODES["semantic"]
     uses = snapshot.use_count[rows][semantic]
     factor[semantic] *= 1.0 + np.log10(1.0 + uses) * ranking.use_count_weight
-    factor[kinds == "catalog"] = ranking.catalog_prior
+    factor[kinds == KIND_CODES["catalog"]] = ranking.catalog_prior
     return factor

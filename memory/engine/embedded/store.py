@@ -21,24 +21,28 @@ agents' writes kept it before), which the snapshots filter recall on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from memory.engine.base import EngineError
-from memory.engine.embedded import snapshots
+from memory.engine.embedded import ann, snapshots
+from memory.engine.embedded.ann import DenseIndex
 from memory.engine.embedded.scopes import owner_key
 from memory.engine.embedded.snapshots import Snapshot, SnapshotCache, Vector, sortable
 from memory.engine.types import MemoryDoc
 
 BUSY_TIMEOUT_S = 5.0
+BUILD_CHUNK = 20_000  # rows read at a time while an owner's dense index is built
 CACHE_BYTES = 256 * 2**20
 SCHEMA_VERSION = 3
 CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
@@ -113,12 +117,22 @@ class _ThreadConnection(threading.local):
 class Store:
     """The SQLite file at ``path`` with its connections and the process's snapshot cache."""
 
-    def __init__(self, *, path: Path, dims: int, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        path: Path,
+        dims: int,
+        cache_bytes: int = CACHE_BYTES,
+        ann_min_rows: int = ann.MIN_ROWS,
+    ) -> None:
         self.path = Path(path)
         self.dims = dims
         self._local = _ThreadConnection()
         self._cache_bytes = cache_bytes
         self._cache = SnapshotCache(cache_bytes)
+        self._ann_min_rows = ann_min_rows
+        self._indexes: dict[str, DenseIndex] = {}  # owners past ann_min_rows; never evicted
+        self._build_lock = threading.Lock()
 
     def connection(self) -> sqlite3.Connection:
         local = self._local
@@ -149,10 +163,15 @@ class Store:
     def forget_snapshots(self) -> None:
         """Drop every cached snapshot (after the file was replaced under them by a restore)."""
         self._cache = SnapshotCache(self._cache_bytes)
+        self._indexes = {}
 
-    def snapshot(self, conn: sqlite3.Connection, owner: str, tenant_id: str) -> Snapshot:
+    def snapshot(
+        self, conn: sqlite3.Connection, owner: str, tenant_id: str, keep: Collection[str] = ()
+    ) -> Snapshot:
         """The owner's rows as this transaction sees them: the cached snapshot plus the rows
-        written since, or reloaded whole after a delete."""
+        written since, or reloaded whole after a delete (the vectors then only where the owner
+        has no dense index: the index catches up on its own). ``keep``: the other owners of
+        the same read, whose snapshots this one must not evict."""
         rev, purged = conn.execute(
             "SELECT rev, purged FROM owners WHERE owner = ?", (owner,)
         ).fetchone() or (0, 0)
@@ -160,11 +179,117 @@ class Store:
         if cached is not None and cached.rev == rev:
             fresh = cached
         elif cached is not None and cached.purged == purged and cached.rev < rev:
-            fresh = cached.merged(self._load(conn, owner, tenant_id, rev, purged, cached.rev))
-        else:
-            fresh = self._load(conn, owner, tenant_id, rev, purged, 0)
-        self._cache.put(owner, fresh)
+            since = self._load(
+                conn, owner, tenant_id, rev, purged, cached.rev, units=cached.dense is None
+            )
+            fresh = cached.merged(since)
+        else:  # the small columns first: a large owner's vectors go to its index, never here
+            fresh = self._load(conn, owner, tenant_id, rev, purged, 0, units=False)
+            if owner not in self._indexes and fresh.has_unit.sum() < self._ann_min_rows:
+                fresh = dataclasses.replace(fresh, units=self._matrix(conn, owner, fresh))
+        fresh = self._in_step(conn, owner, tenant_id, fresh)
+        self._cache.put(owner, fresh, keep)
         return fresh
+
+    def _matrix(self, conn: sqlite3.Connection, owner: str, snapshot: Snapshot) -> Vector:
+        """The float32 matrix of a small owner's snapshot (zeros where a row has none)."""
+        seqs, units = self._unpack(
+            conn.execute(
+                "SELECT seq, unit FROM memories WHERE owner = ? AND rev <= ?"
+                " AND unit IS NOT NULL ORDER BY seq",
+                (owner, snapshot.rev),
+            ).fetchall()
+        )
+        matrix = np.zeros((len(snapshot.seqs), self.dims), dtype=np.float32)
+        pos = snapshot.positions(seqs)
+        matrix[pos[pos >= 0]] = units[pos >= 0]
+        return matrix
+
+    # --- the dense index: the one place it is kept in step with the rows ------------------------
+    def _in_step(
+        self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
+    ) -> Snapshot:
+        """``snapshot`` with the owner's dense index brought up to its revision: built once the
+        owner holds ``ann_min_rows`` vectors, then fed every row written since (a write, a
+        usage bump, an update) and cleared of every row gone (a forget, an erasure)."""
+        index = self._indexes.get(owner)
+        if index is None:
+            if int(snapshot.has_unit.sum()) < self._ann_min_rows:
+                return snapshot
+            index = self._build(conn, owner, tenant_id, snapshot)
+        with index.lock:
+            if snapshot.rev > index.rev:
+                self._catch_up(conn, owner, tenant_id, index, snapshot)
+        if snapshot.dense is index and not len(snapshot.units):
+            return snapshot
+        return dataclasses.replace(snapshot, units=snapshot.units[:0], dense=index)
+
+    def _build(
+        self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
+    ) -> DenseIndex:
+        with self._build_lock:
+            index = self._indexes.get(owner)
+            if index is None:
+                present = snapshot.seqs[snapshot.has_unit]
+                picks = np.linspace(0, len(present) - 1, ann.sample_size(len(present)))
+                sample = self._units(conn, present[np.unique(picks.astype(np.intp))])[1]
+                index = DenseIndex(self.dims, sample)
+                with index.lock:
+                    self._catch_up(conn, owner, tenant_id, index, snapshot)
+                self._indexes[owner] = index
+        return index
+
+    def _catch_up(
+        self,
+        conn: sqlite3.Connection,
+        owner: str,
+        tenant_id: str,
+        index: DenseIndex,
+        snapshot: Snapshot,
+    ) -> None:
+        """Bring ``index`` (its lock held) from its revision to ``snapshot``'s."""
+        if index.purged != snapshot.purged and len(index):
+            index.remove(np.setdiff1d(index.seqs(), snapshot.seqs[snapshot.has_unit]))
+        if index.rev == 0:  # the first fill: every row, by seq (the primary key), in chunks
+            query = (
+                "SELECT seq, unit FROM memories WHERE seq > ? AND owner = ? AND tenant_id = ?"
+                " AND rev <= ? ORDER BY seq LIMIT ?"
+            )
+            after = 0
+            while rows := conn.execute(
+                query, (after, owner, tenant_id, snapshot.rev, BUILD_CHUNK)
+            ).fetchall():
+                self._index_rows(index, rows)
+                after = rows[-1][0]
+        else:  # the rows written since (memories_owner_rev)
+            rows = conn.execute(
+                "SELECT seq, unit FROM memories WHERE owner = ? AND tenant_id = ? AND rev > ?"
+                " AND rev <= ?",
+                (owner, tenant_id, index.rev, snapshot.rev),
+            ).fetchall()
+            self._index_rows(index, rows)
+        index.rev, index.purged = snapshot.rev, snapshot.purged
+
+    def _index_rows(self, index: DenseIndex, rows: list[Any]) -> None:
+        index.remove(np.array([seq for seq, unit in rows if unit is None], dtype=np.int64))
+        seqs, units = self._unpack([row for row in rows if row[1] is not None])
+        index.add(seqs, units)
+
+    def _units(
+        self, conn: sqlite3.Connection, seqs: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], Vector]:
+        """The stored float32 unit vectors of ``seqs`` (those that have one)."""
+        rows = conn.execute(
+            "SELECT seq, unit FROM memories WHERE seq IN (SELECT value FROM json_each(?))"
+            " AND unit IS NOT NULL ORDER BY seq",
+            (json.dumps(seqs.tolist()),),
+        ).fetchall()
+        return self._unpack(rows)
+
+    def _unpack(self, rows: list[Any]) -> tuple[npt.NDArray[np.int64], Vector]:
+        seqs = np.array([seq for seq, _ in rows], dtype=np.int64)
+        packed = b"".join(unit for _, unit in rows)
+        return seqs, np.frombuffer(packed, dtype=np.float32).reshape(len(rows), self.dims)
 
     def _load(
         self,
@@ -174,14 +299,16 @@ class Store:
         rev: int,
         purged: int,
         since: int,
+        *,
+        units: bool = True,
     ) -> Snapshot:
         rows = conn.execute(
             "SELECT seq, memory_type, superseded_by IS NOT NULL, timestamp, decay_at, use_count,"
-            " coalesce(project, ''), unit FROM memories"
+            " coalesce(project, ''), unit IS NOT NULL, CASE WHEN ? THEN unit END FROM memories"
             " WHERE owner = ? AND tenant_id = ? AND rev > ? ORDER BY seq",
-            (owner, tenant_id, since),
+            (units, owner, tenant_id, since),
         ).fetchall()
-        return Snapshot.from_rows(rows, rev=rev, purged=purged, dims=self.dims)
+        return Snapshot.from_rows(rows, rev=rev, purged=purged, dims=self.dims, units=units)
 
 
 @contextmanager

@@ -78,12 +78,17 @@ class BackendEnv:
         return ReadScope(tenant_id=tenant_id, user_id=user_id, isolation=isolation)
 
 
-@pytest.fixture(params=["embedded", "es-filter", "es-dls"])
+@pytest.fixture(params=["embedded", "embedded-ann", "es-filter", "es-dls"])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendEnv]:
-    if request.param == "embedded":
+    if request.param.startswith("embedded"):
         from memory.engine.embedded import EmbeddedBackend
 
-        backend: MemoryBackend = EmbeddedBackend(path=tmp_path / "memory.sqlite3", dims=DIMS)
+        # embedded-ann: every owner's dense leg through its index (memory/engine/embedded/ann.py)
+        backend: MemoryBackend = EmbeddedBackend(
+            path=tmp_path / "memory.sqlite3",
+            dims=DIMS,
+            ann_min_rows=1 if request.param == "embedded-ann" else 20_000,
+        )
         backend.ensure_ready()
         yield BackendEnv(backend=backend, isolation="filter")
         return

@@ -1,0 +1,214 @@
+"""The embedded backend at scale: the dense index kept in step with the rows and filtered to
+the caller's, snapshots that a usage bump or the catalog's read do not copy or evict, and a
+lexical leg whose work a long message cannot blow up."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.engine.embedded import EmbeddedBackend, legs
+from memory.engine.embedded.scopes import owner_key
+from memory.engine.types import (
+    LegQuery,
+    MemoryDoc,
+    Ranking,
+    ReadScope,
+    RecallFilter,
+    UsageBump,
+)
+from memory.query import lexical_terms
+
+NOW = datetime.now(UTC)
+ALICE = ReadScope(tenant_id="acme", user_id="alice")
+DIMS = 32
+
+
+def unit(rng: np.random.Generator, near: np.ndarray | None = None) -> list[float]:
+    values = rng.standard_normal(DIMS) if near is None else near + 0.05 * rng.standard_normal(DIMS)
+    return [float(x) for x in values / np.linalg.norm(values)]
+
+
+def doc(user: str | None, text: str, embedding: list[float], kind: str = "semantic") -> MemoryDoc:
+    return MemoryDoc(
+        id=uuid.uuid4().hex,
+        tenant_id="acme",
+        user_id=user,
+        memory_type=kind if user is not None else "catalog",  # type: ignore[arg-type]
+        text=text,
+        created_at=NOW,
+        timestamp=NOW,
+        embedding=embedding,
+        last_used_at=NOW if kind == "semantic" else None,
+    )
+
+
+def backend_at(path: Path, **options: int) -> EmbeddedBackend:
+    backend = EmbeddedBackend(path=path, dims=DIMS, **options)
+    backend.ensure_ready()
+    return backend
+
+
+def recall(backend, text, vector, scope=ALICE, size=80, **filters):
+    query = LegQuery(
+        text=text,
+        vector=list(vector),
+        filter=RecallFilter(**filters),
+        ranking=Ranking(apply_decay=False),
+        now=NOW,
+        size=size,
+    )
+    return backend.recall_legs(scope, query)
+
+
+def snapshot_of(backend: EmbeddedBackend, user: str | None):
+    return backend._store._cache.get(owner_key("acme", user))
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.sqlite3"
+
+
+def test_the_dense_index_follows_writes_forgets_and_erasure(path):
+    rng = np.random.default_rng(1)
+    backend = backend_at(path, ann_min_rows=50)
+    target = np.asarray(unit(rng))
+    rows = [doc("alice", f"fact {n}", unit(rng)) for n in range(120)]
+    near = [doc("alice", f"close fact {n}", unit(rng, target)) for n in range(5)]
+    backend.write(rows + near)
+    first = recall(backend, "fact", target, size=5)
+    assert snapshot_of(backend, "alice").dense is not None  # the index served it
+    assert {h.id for h in first.dense} == {d.id for d in near}
+
+    assert backend.delete(near[0])  # a forget
+    erased = backend.delete_ids(
+        tenant_id="acme", user_id="alice", memory_type="semantic", ids=[near[1].id]
+    )
+    assert erased == [near[1].id]
+    moved = near[2]
+    backend.write([doc("alice", "a new close fact", unit(rng, target))])
+    backend.update(moved, lambda current: {"embedding": unit(rng)})  # now far from the target
+    after = {h.id for h in recall(backend, "fact", target, size=5).dense}
+    assert near[0].id not in after and near[1].id not in after and moved.id not in after
+    assert {near[3].id, near[4].id} <= after
+    index = snapshot_of(backend, "alice").dense
+    assert len(index) == 120 + 5 + 1 - 2  # the forgotten and the erased rows left it
+
+
+def test_a_forgotten_row_is_never_returned_by_a_stale_index(path):
+    rng = np.random.default_rng(2)
+    reader, writer = backend_at(path, ann_min_rows=50), backend_at(path, ann_min_rows=50)
+    target = np.asarray(unit(rng))
+    close = doc("alice", "the closest", unit(rng, target))
+    writer.write([close] + [doc("alice", f"r {n}", unit(rng)) for n in range(80)])
+    assert recall(reader, "r", target, size=1).dense[0].id == close.id
+    writer.delete(close)  # another process forgets it: the reader's index still holds it
+    assert close.id not in {h.id for h in recall(reader, "r", target).dense}
+
+
+def test_one_users_index_never_returns_another_users_rows(path):
+    rng = np.random.default_rng(3)
+    backend = backend_at(path, ann_min_rows=50)
+    target = np.asarray(unit(rng))
+    alice = [doc("alice", f"a {n}", unit(rng)) for n in range(100)]
+    bob = [doc("bob", f"b {n}", unit(rng, target)) for n in range(100)]  # all nearer
+    backend.write(alice + bob)
+    got = {h.id for h in recall(backend, "b", target, include_catalog=False).dense}
+    assert got and got <= {d.id for d in alice}
+
+
+def test_a_small_filtered_row_set_is_ranked_exactly(path):
+    rng = np.random.default_rng(4)
+    backend = backend_at(path, ann_min_rows=50)
+    target = np.asarray(unit(rng))
+    facts = [doc("alice", f"f {n}", unit(rng)) for n in range(200)]
+    procedures = [doc("alice", f"p {n}", unit(rng), kind="procedural") for n in range(12)]
+    backend.write(facts + procedures)
+    got = recall(backend, "p", target, size=5, memory_types=("procedural",)).dense
+    cosine = {d.id: float(np.dot(d.embedding or [], target)) for d in procedures}
+    assert [h.id for h in got] == sorted(cosine, key=lambda i: -cosine[i])[:5]
+    assert snapshot_of(backend, "alice").dense is not None
+
+
+def test_the_index_finds_what_exact_search_finds(path):
+    """recall@80 of the dense leg through the index against exact cosine: clustered vectors
+    (as sentence embeddings are), 30k rows, 20 queries."""
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((300, DIMS))
+    vectors = centres[rng.integers(0, 300, 30_000)] + 0.4 * rng.standard_normal((30_000, DIMS))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    backend = backend_at(path, ann_min_rows=20_000)
+    docs = [doc("alice", f"m {n}", vectors[n].tolist()) for n in range(30_000)]
+    for start in range(0, 30_000, 5_000):
+        backend.write(docs[start : start + 5_000])
+    found = []
+    for q in range(20):
+        query = centres[q] + 0.4 * rng.standard_normal(DIMS)
+        query /= np.linalg.norm(query)
+        exact = {docs[i].id for i in np.argsort(-(vectors @ query))[:80]}
+        got = {h.id for h in recall(backend, "m", query, size=80).dense}
+        found.append(len(exact & got) / 80)
+    assert snapshot_of(backend, "alice").dense is not None
+    assert np.mean(found) >= 0.95, found
+
+
+def test_a_usage_bump_shares_the_snapshots_matrix(path):
+    rng = np.random.default_rng(6)
+    backend = backend_at(path)  # small: the exact path, with a matrix
+    rows = [doc("alice", f"fact {n}", unit(rng)) for n in range(50)]
+    backend.write(rows)
+    recall(backend, "fact", unit(rng))
+    before = snapshot_of(backend, "alice")
+    backend.record_usage([UsageBump(doc=rows[0], count=2, last_used_at=NOW)])
+    recall(backend, "fact", unit(rng))
+    after = snapshot_of(backend, "alice")
+    assert after.rev > before.rev
+    assert after.units is before.units  # not copied
+    assert after.use_count[0] == before.use_count[0] + 2
+
+
+def test_the_catalogs_read_does_not_evict_the_users_snapshot(path):
+    rng = np.random.default_rng(7)
+    backend = backend_at(path, cache_bytes=1024)  # smaller than either snapshot
+    backend.write([doc("alice", f"fact {n}", unit(rng)) for n in range(40)])
+    backend.write([doc(None, f"product {n}", unit(rng)) for n in range(40)])
+    recall(backend, "fact", unit(rng))
+    assert snapshot_of(backend, "alice") is not None
+    assert snapshot_of(backend, None) is not None
+
+
+def test_the_bounded_lexical_leg_keeps_the_top_hits(path, monkeypatch):
+    rng = np.random.default_rng(8)
+    backend = backend_at(path)
+    texts = [f"note {n} about the weather and the garden" for n in range(300)]
+    texts += [f"the heron visited the garden pond {n}" for n in range(5)]
+    backend.write([doc("alice", text, unit(rng)) for text in texts])
+    wide = recall(backend, "garden weather heron pond", unit(rng), size=10).lexical
+    monkeypatch.setattr(legs, "LEXICAL_FULL", 10)
+    monkeypatch.setattr(legs, "LEXICAL_POSTINGS", 50)
+    bounded = recall(backend, "garden weather heron pond", unit(rng), size=10).lexical
+    assert [h.id for h in bounded[:5]] == [h.id for h in wide[:5]]
+
+
+def test_a_long_message_reads_only_its_rare_terms(path, monkeypatch):
+    rng = np.random.default_rng(9)
+    backend = backend_at(path)
+    texts = [f"my sister called about the car and the weather today {n}" for n in range(400)]
+    rare = doc("alice", "the zeppelin tickets for Lisbon are booked", unit(rng))
+    backend.write([doc("alice", text, unit(rng)) for text in texts] + [rare])
+    monkeypatch.setattr(legs, "LEXICAL_FULL", 100)
+    monkeypatch.setattr(legs, "LEXICAL_POSTINGS", 100)
+    message = "so my sister called about the car again and the weather today " * 6
+    message += "and did I ever book those zeppelin tickets?"
+    with backend._store.transaction() as conn:
+        terms, postings, bounded = legs._bounded_terms(conn, lexical_terms(message))
+    words = {term.strip("?") for term in terms}
+    assert bounded and postings <= 100 and {"zeppelin", "tickets"} <= words
+    assert not {"sister", "car", "weather"} & words
+    hits = recall(backend, message, unit(rng), size=5).lexical
+    assert hits[0].id == rare.id
