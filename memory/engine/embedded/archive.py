@@ -142,7 +142,8 @@ def candidates(
     expression, None: no lexical leg; dense: ``vector``)."""
     rows = conn.execute(
         "SELECT seq, memory_type, 1, timestamp, decay_at, use_count, coalesce(project, ''),"
-        " unit FROM memories_archive WHERE owner = ? AND tenant_id = ? ORDER BY seq",
+        " unit IS NOT NULL, unit FROM memories_archive WHERE owner = ? AND tenant_id = ?"
+        " ORDER BY seq",
         (owner, tenant_id),
     ).fetchall()
     if not rows:

@@ -207,9 +207,10 @@ def _bounded_terms(conn: sqlite3.Connection, terms: list[str]) -> tuple[list[str
 def _exact_cosine(
     conn: sqlite3.Connection, candidates: list[Candidate], vector: snapshots.Vector
 ) -> list[Candidate]:
-    """Dense candidates from an index (8-bit scores) rescored with their stored vectors."""
+    """Dense candidates from an index (8-bit scores) rescored with their stored vectors (an
+    archived fact's from the archive: ``memories_all``)."""
     rows = conn.execute(
-        "SELECT seq, unit FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+        "SELECT seq, unit FROM memories_all WHERE seq IN (SELECT value FROM json_each(?))",
         (json.dumps([c.seq for c in candidates]),),
     ).fetchall()
     exact = {
