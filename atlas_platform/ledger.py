@@ -172,6 +172,24 @@ def ledger_complete(*, entry: LedgerEntry, status_code: int, body: Any) -> None:
     entry.save(update_fields=["status_code", "response", "lease_until"])
 
 
+def ledger_complete_many(*, answers: list[tuple[LedgerEntry, int, Any]]) -> None:
+    """``ledger_complete`` for many entries (each with its status and body), in one
+    transaction."""
+    if not answers:
+        return
+    for entry, status_code, body in answers:
+        entry.status_code, entry.response, entry.lease_until = status_code, body, None
+    with transaction.atomic():
+        LedgerEntry.objects.bulk_update(
+            [entry for entry, _, _ in answers], ["status_code", "response", "lease_until"]
+        )
+
+
+def ledger_release_many(*, entries: list[LedgerEntry]) -> None:
+    """``ledger_release`` for many claims at once."""
+    LedgerEntry.objects.filter(pk__in=[entry.pk for entry in entries]).delete()
+
+
 def ledger_release(*, entry: LedgerEntry) -> None:
     """Forget a claim whose request wrote nothing (refused), so the key may carry a corrected
     request."""

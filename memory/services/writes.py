@@ -40,6 +40,7 @@ from memory.services.recall import RecallResult, memory_recall
 from memory.services.scoping import user_read_scope, writer_scope
 from memory.services.sessions import session_for_turn
 from memory.services.turn_context import link_following, with_live_context
+from memory.services.write_batch import write_batch_close, write_batch_open, write_defer
 from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -121,11 +122,13 @@ _ahead: contextvars.ContextVar[dict[str, list[float]] | None] = contextvars.Cont
 @contextlib.contextmanager
 def memory_writes_together(texts: Sequence[str]) -> Iterator[None]:
     """Semantic writes of these ``texts`` done inside the block, as one: their texts embedded in
-    one call before, the store's refresh once after (``MemoryBackend.writes_together``).
-    Each write is still its own (its checks, its intent, its audit row); what they write is
-    searchable when the block ends, and a get by id or a write that meets its earlier
-    attempt's document sees it at once. So a caller reads with a search (a recall, a
-    supersession) only after the block. Store failures: a 503, as every write's."""
+    one call before; a write that supersedes nothing is held back and written with the others
+    when the block ends (``write_batch``: one store call, intents and audit rows in one
+    transaction each), then the store's refresh once (``MemoryBackend.writes_together``).
+    Each write is still checked and audited on its own; what they write is stored and
+    searchable when the block ends, not before. So a caller reads (a recall, a get, a
+    supersession) only after the block. Store failures: a 503, as every write's (raised by
+    the block's end for the held writes); a database failure there raises its own error."""
     wanted: list[str] = []
     for text in texts:
         with contextlib.suppress(ValidationError):  # the write itself says what is wrong
@@ -137,9 +140,15 @@ def memory_writes_together(texts: Sequence[str]) -> Iterator[None]:
             vectors = embedder().embed(wanted)
             ahead = {t: [float(x) for x in v] for t, v in zip(wanted, vectors, strict=True)}
         token = _ahead.set(ahead)
+        held = write_batch_open()
         try:
             with backend().writes_together():
-                yield
+                try:
+                    yield
+                except BaseException:
+                    write_batch_close(held, flush=False)  # nothing held reached the store
+                    raise
+                write_batch_close(held, flush=True)
         finally:
             _ahead.reset(token)
 
@@ -381,6 +390,11 @@ def memory_write(
         )
         if memory_type == "semantic":
             doc.last_used_at = doc.timestamp if timestamp else doc.created_at
+        audit_extra = {"contradiction": contradiction, "source": source}
+        if not targets and write_defer(
+            user, doc, "memory.write", supersedes=doc.supersedes, **audit_extra
+        ):
+            return doc  # written, intent and audit row included, when the block ends
         doc = _store(doc)
         _mark_superseded(doc, targets)
     _audit(
@@ -389,8 +403,7 @@ def memory_write(
         doc,
         undo=lambda: _unwrite(doc, targets),
         supersedes=doc.supersedes,
-        contradiction=contradiction,
-        source=source,
+        **audit_extra,
     )
     return doc
 
