@@ -203,6 +203,13 @@ def ledger_unknown(*, entry: LedgerEntry) -> None:
     LedgerEntry.objects.filter(pk=entry.pk, status_code=None).update(lease_until=timezone.now())
 
 
+def ledger_unknown_many(*, entries: list[LedgerEntry]) -> None:
+    """``ledger_unknown`` for many claims at once."""
+    LedgerEntry.objects.filter(pk__in=[e.pk for e in entries], status_code=None).update(
+        lease_until=timezone.now()
+    )
+
+
 def ledger_answers(*, scope: str, owner: str, keys: set[str]) -> dict[str, Any]:
     """The stored successful answers of these keys of ``owner`` in ``scope``, by key (what a
     later operation's ``$ref`` reads): never another owner's."""

@@ -51,6 +51,7 @@ from atlas_platform.ledger import (
     ledger_complete_many,
     ledger_release,
     ledger_release_many,
+    ledger_unknown_many,
 )
 from atlas_platform.models import LedgerEntry
 from memory.public import memory_writes_together, replayable
@@ -205,6 +206,8 @@ def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> li
         )
     except (OperationalError, InterfaceError) as exc:  # stored and audited; a retry finds them
         logger.warning("the answers of a run of memory writes were not stored", exc_info=exc)
+        with contextlib.suppress(OperationalError, InterfaceError):  # a retry takes them over
+            ledger_unknown_many(entries=[entry for entry, _ in settled])
         held = {entry.key for entry, _ in settled}
         return [
             _not_written(op, exc) if op.id in held else o

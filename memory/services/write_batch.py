@@ -99,6 +99,15 @@ def write_batch_close(token: contextvars.Token[WriteBatch | None], *, flush: boo
         batch.flush()
 
 
+def write_batch_flush() -> None:
+    """Write what the open block holds now (a write that reads the store, a supersession or a
+    forget inside the block, must find the block's earlier writes there)."""
+    batch = _batch.get()
+    if batch is not None and batch.held:
+        batch.flush()
+        backend().sync()  # searchable now, not at the block's end
+
+
 def write_defer(user: User, doc: MemoryDoc, action: str, **extra: Any) -> bool:
     """Hold ``doc`` back for the block's one write; False (write it now) outside a block, or
     when an earlier attempt of the same write left an intent (the single path reads it)."""

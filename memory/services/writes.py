@@ -40,7 +40,12 @@ from memory.services.recall import RecallResult, memory_recall
 from memory.services.scoping import user_read_scope, writer_scope
 from memory.services.sessions import session_for_turn
 from memory.services.turn_context import link_following, with_live_context
-from memory.services.write_batch import write_batch_close, write_batch_open, write_defer
+from memory.services.write_batch import (
+    write_batch_close,
+    write_batch_flush,
+    write_batch_open,
+    write_defer,
+)
 from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -58,6 +63,7 @@ def _audit(
     doc: MemoryDoc,
     *,
     undo: Callable[[], object] | None = None,
+    settles: bool = True,
     **extra: Any,
 ) -> None:
     """The audit row of a change the store has just made, in its own short transaction (rows
@@ -65,7 +71,9 @@ def _audit(
     (``intents.intent_settle``): a retry of a write that was audited already writes no second
     row. Ids and kinds only: an audit row never holds memory text. If the row cannot be
     written, ``undo`` takes the store's change back (best effort); if that fails too, the
-    pending intent is settled by the write's retry or by the reconciler."""
+    pending intent is settled by the write's retry or by the reconciler. ``settles=False``: a
+    change to a memory written before (a forget, an outcome), whose intent, audited long ago,
+    must not swallow this row."""
 
     def record() -> None:
         audit_record(
@@ -75,6 +83,10 @@ def _audit(
             metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
         )
 
+    if not settles:
+        with transaction.atomic():
+            record()
+        return
     try:
         intent_settle(doc, record)
     except Exception:
@@ -362,6 +374,8 @@ def memory_write(
     project = clean_project(project)
     with store_errors():
         memory_id = next_memory_id()
+        if supersedes:
+            write_batch_flush()  # a fact it supersedes may be held by the block
         targets = _superseded_targets(user, supersedes, memory_id) if supersedes else []
         if contradiction == "harsh":
             confidence = max(0.0, round(confidence - settings.ATLAS_SUPERSEDE_HARSH_PENALTY, 6))
@@ -463,6 +477,7 @@ def _unmark(new_id: str) -> Callable[[MemoryDoc], dict[str, Any]]:
 def memory_forget(*, user: User, memory_id: str) -> None:
     """Hard-delete one of the user's memories; the audit keeps a content-free tombstone."""
     with store_errors():
+        write_batch_flush()  # it may be held by an open block
         doc = backend().get(user_read_scope(user), memory_id)
         if doc is None or doc.user_id != user.memory_id:
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
@@ -476,7 +491,7 @@ def memory_forget(*, user: User, memory_id: str) -> None:
         ledger_forget(user=user, memory_id=doc.id)
     # A forget cannot be taken back: if its tombstone fails, the error says so and a retry
     # finds nothing left to forget (404), the audit keeps what it could.
-    _audit(user, "memory.forget", doc)
+    _audit(user, "memory.forget", doc, settles=False)
 
 
 def procedure_outcome_record(
@@ -514,6 +529,7 @@ def procedure_outcome_record(
         user,
         "procedure.outcome",
         doc,
+        settles=False,
         success=success,
         refined=steps is not None,
         source=source,
