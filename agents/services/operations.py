@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -93,6 +94,11 @@ def payload_hash(kind: str, payload: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# Given the texts of a run of operations of one kind, the block they are applied in as one
+# batch (``memory_writes_together``, ``searchable_writes_together``).
+Block = Callable[[Sequence[str]], AbstractContextManager[None]]
+
+
 @dataclass(frozen=True)
 class Operation:
     """One parsed operation: ``run`` applies it and returns its JSON result. ``invalid``: its
@@ -105,7 +111,8 @@ class Operation:
     status_code: int = 200
     touches_store: bool = False
     invalid: AtlasError | None = None
-    together: str | None = None  # a plain memory write's text: written with its neighbours
+    together: str | None = None  # its text, embedded with its run's (``block``)
+    block: Block | None = None  # the block a run of its kind is written in as one batch
 
 
 @dataclass(frozen=True)
@@ -152,12 +159,19 @@ def operations_apply(
 
 
 def _runs(operations: Sequence[Operation]) -> list[list[Operation]]:
-    """Consecutive plain memory writes (``together``) grouped; every other operation alone. An
-    id met again starts a new run (it is answered from the first one's stored result)."""
+    """Consecutive operations written together (``together``, the same ``block``: plain
+    memory writes, entity upserts) grouped; every other operation alone. An id met again
+    starts a new run (it is answered from the first one's stored result)."""
     runs: list[list[Operation]] = []
     for op in operations:
         run = runs[-1] if runs else []
-        if _joins(op) and run and _joins(run[-1]) and op.id not in {o.id for o in run}:
+        if (
+            _joins(op)
+            and run
+            and _joins(run[-1])
+            and _block(run[-1]) is _block(op)
+            and op.id not in {o.id for o in run}
+        ):
             run.append(op)
         else:
             runs.append([op])
@@ -168,22 +182,28 @@ def _joins(op: Operation) -> bool:
     return op.together is not None and op.invalid is None
 
 
+def _block(op: Operation) -> Block:
+    return op.block or memory_writes_together
+
+
 Settled = tuple[LedgerEntry, Outcome]  # a store write applied, its answer not stored yet
 
 
 def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> list[Outcome]:
-    """A run of plain memory writes written as one batch: claimed together (one transaction),
-    their texts embedded in one call, the memories written to the store in one call with their
-    intents and audit rows settled together, one refresh (``memory_writes_together``), then
-    their answers stored together (one transaction). Each is still checked and answered on its
-    own (an invalid one is rejected alone, a duplicate answered from its first result). The
-    answers are stored after the block, so ``applied`` means stored, audited and searchable;
-    if the block's write fails, the writes it held are answered ``retry`` and their claims
-    released (a retry runs under the same ids and finds whatever was stored)."""
+    """A run of plain memory writes (or of entity upserts) written as one batch: claimed
+    together (one transaction), their texts embedded in one call, the memories written to the
+    store in one call with their intents and audit rows settled together, one refresh
+    (``memory_writes_together``; entity upserts: ``searchable_writes_together``, their
+    documents in one store write), then their answers stored together (one transaction).
+    Each is still checked and answered on its own (an invalid one is rejected alone, a
+    duplicate answered from its first result). The answers are stored after the block, so
+    ``applied`` means stored, audited and searchable; if the block's write fails, the writes
+    it held are answered ``retry`` and their claims released (a retry runs under the same ids
+    and finds whatever was stored)."""
     outcomes: list[Outcome] = []
     settled: list[Settled] = []
     try:
-        with memory_writes_together([op.together or "" for op in run]):
+        with _block(run[0])([op.together or "" for op in run]):
             claims = _claim_run(user, agent, run)
             for op in run:
                 claimed = claims[op.id]

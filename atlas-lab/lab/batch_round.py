@@ -4,12 +4,11 @@ round can run against another checkout's code (``PYTHONPATH`` names the tree):
     python atlas-lab/lab/batch_round.py --backend es --ops 100 --entities 100
 
 Through the services the API calls (``agents.api.operations.parse_operation`` +
-``operations_apply``; ``knowledge.services.entities``), with the model loaded and warmed first:
-``--batches`` operations batches of ``--ops`` ``memory.write`` operations each (the agents'
-replay), then ``--entities`` knowledge notes indexed (per batch of ``--ops`` through
-``entity_upsert_many`` where the tree has it, else one ``entity_upsert`` each, as main
-does). Prints one JSON line: wall seconds and CPU seconds of each part. Only APIs both trees
-offer are used, so the child never imports this tree's code from the other tree.
+``operations_apply``), with the model loaded and warmed first: ``--batches`` operations
+batches of ``--ops`` ``memory.write`` operations each (the agents' replay), then
+``--entities`` knowledge notes in operations batches of ``--ops`` ``entity.upsert``
+operations (what the CLI's sync replays). Prints one JSON line: wall seconds and CPU seconds
+of each part. Only APIs both trees offer are used.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import json
 import os
 import random
 import secrets
-import sys
 import tempfile
 import time
 from typing import Any
@@ -79,21 +77,24 @@ def main() -> None:
         result["batch"] = {"applied": applied, "wall_s": wall, "cpu_s": cpu}
         project = project_register(user=user, path=f"/bench/{run}").project
         notes = [note(n, o.entities, rng) for n in range(o.entities)]
-        from knowledge.services import entities as kg
-
-        many = getattr(kg, "entity_upsert_many", None)
         w0, c0 = time.perf_counter(), time.process_time()
-        if many is not None:
-            for start in range(0, len(notes), o.ops):
-                many(user=user, project_key=project.key, notes=notes[start : start + o.ops])
-        else:
-            for path, content in notes:
-                kg.entity_upsert(user=user, project_key=project.key, path=path, content=content)
+        indexed = 0
+        for start in range(0, len(notes), o.ops):
+            items = [
+                {
+                    "id": f"{run}-e{start + n}",
+                    "op": "entity.upsert",
+                    "args": {"project_key": project.key, "path": path, "content": content},
+                }
+                for n, (path, content) in enumerate(notes[start : start + o.ops])
+            ]
+            operations = [parse_operation(agent, item) for item in items]
+            outcomes = operations_apply(user=user, agent=agent, operations=operations)
+            indexed += sum(x.status == "applied" for x in outcomes)
         result["entities"] = {
-            "count": o.entities,
+            "count": indexed,
             "wall_s": time.perf_counter() - w0,
             "cpu_s": time.process_time() - c0,
-            "batched": many is not None,
         }
     finally:
         _clean(user, written, bench_user_remove)
@@ -119,4 +120,4 @@ def _clean(user: Any, written: list[str], remove: Any) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

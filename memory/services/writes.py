@@ -404,7 +404,7 @@ def memory_write(
         )
         if memory_type == "semantic":
             doc.last_used_at = doc.timestamp if timestamp else doc.created_at
-        audit_extra = {"contradiction": contradiction, "source": source}
+        audit_extra: dict[str, Any] = {"contradiction": contradiction, "source": source}
         if not targets and write_defer(
             user, doc, "memory.write", supersedes=doc.supersedes, **audit_extra
         ):
