@@ -93,9 +93,7 @@ def test_a_bad_note_in_a_run_is_rejected_alone(people):
     ]
 
 
-def test_the_store_down_at_the_runs_write_leaves_the_entities_to_the_reindex(
-    people, monkeypatch
-):
+def test_the_store_down_at_the_runs_write_leaves_the_entities_to_the_reindex(people, monkeypatch):
     project = project_of(people.alice)
 
     def down(self: Any, docs: list[Any]) -> None:
