@@ -172,6 +172,24 @@ def ledger_complete(*, entry: LedgerEntry, status_code: int, body: Any) -> None:
     entry.save(update_fields=["status_code", "response", "lease_until"])
 
 
+def ledger_complete_many(*, answers: list[tuple[LedgerEntry, int, Any]]) -> None:
+    """``ledger_complete`` for many entries (each with its status and body), in one
+    transaction."""
+    if not answers:
+        return
+    for entry, status_code, body in answers:
+        entry.status_code, entry.response, entry.lease_until = status_code, body, None
+    with transaction.atomic():
+        LedgerEntry.objects.bulk_update(
+            [entry for entry, _, _ in answers], ["status_code", "response", "lease_until"]
+        )
+
+
+def ledger_release_many(*, entries: list[LedgerEntry]) -> None:
+    """``ledger_release`` for many claims at once."""
+    LedgerEntry.objects.filter(pk__in=[entry.pk for entry in entries]).delete()
+
+
 def ledger_release(*, entry: LedgerEntry) -> None:
     """Forget a claim whose request wrote nothing (refused), so the key may carry a corrected
     request."""
@@ -183,6 +201,13 @@ def ledger_unknown(*, entry: LedgerEntry) -> None:
     claim stays with its lease ended, so the retry takes it over at once and runs under the
     same seed: it finds what this attempt stored instead of writing it again."""
     LedgerEntry.objects.filter(pk=entry.pk, status_code=None).update(lease_until=timezone.now())
+
+
+def ledger_unknown_many(*, entries: list[LedgerEntry]) -> None:
+    """``ledger_unknown`` for many claims at once."""
+    LedgerEntry.objects.filter(pk__in=[e.pk for e in entries], status_code=None).update(
+        lease_until=timezone.now()
+    )
 
 
 def ledger_answers(*, scope: str, owner: str, keys: set[str]) -> dict[str, Any]:

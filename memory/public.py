@@ -55,6 +55,7 @@ _HOMES: dict[str, str] = {
     "searchable_delete": "memory.services.documents",
     "searchable_search": "memory.services.documents",
     "searchable_embed": "memory.services.documents",
+    "searchable_writes_together": "memory.services.documents",
     # erasure
     "memory_ids_page": "memory.selectors",
     "memory_personal_all": "memory.selectors",
@@ -165,6 +166,7 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
     )
     from memory.services.documents import (
         searchable_delete as searchable_delete,
+        searchable_writes_together as searchable_writes_together,
         searchable_embed as searchable_embed,
         searchable_put as searchable_put,
         searchable_search as searchable_search,

@@ -15,7 +15,7 @@ from agents.models import Agent
 from agents.services.memory_files import memory_file_delete, memory_file_put
 from agents.services.messages import message_ack, message_reply, message_send
 from agents.services.notes import agent_memory_forget, agent_memory_write
-from agents.services.operations import Operation, payload_hash
+from agents.services.operations import Block, Operation, payload_hash
 from agents.services.projects import project_register
 from agents.services.sessions import (
     session_checkpoint,
@@ -25,6 +25,7 @@ from agents.services.sessions import (
 )
 from agents.services.tasks import task_create, task_transition
 from atlas_platform.exceptions import ValidationError
+from memory.public import memory_writes_together
 
 Run = Callable[[Agent, dict[str, Any]], dict[str, Any]]
 
@@ -62,15 +63,33 @@ def _transition(agent: Agent, a: dict[str, Any]) -> dict[str, Any]:
     return _out(s.TaskOut, task)
 
 
+def _plain_write(args: dict[str, Any]) -> str | None:
+    """A memory write that reads nothing from the store (no ``supersedes``) is written with
+    its neighbours in the batch: its text, embedded with theirs."""
+    return None if args.get("supersedes") else str(args.get("text") or "")
+
+
 def _no_none(args: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if v is not None}
 
 
+def _alone(args: dict[str, Any]) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
+    """An operation kind: its input shape, its run, whether it writes to the store, and how a
+    run of consecutive ones is written as one batch: ``block`` (given the texts to embed
+    together, the block they are applied in: ``memory_writes_together``,
+    ``searchable_writes_together``) and ``together`` (an operation's text for it, None: this
+    one is applied alone)."""
+
     shape: type[serializers.Serializer[Any]]
     run: Run
     touches_store: Callable[[dict[str, Any]], bool] = lambda args: False
+    together: Callable[[dict[str, Any]], str | None] = _alone
+    block: Block | None = None
 
 
 KINDS: dict[str, Kind] = {
@@ -103,6 +122,8 @@ KINDS: dict[str, Kind] = {
         s.MemoryNoteIn,
         lambda ag, a: _out(s.MemoryRefOut, agent_memory_write(agent=ag, **a)),
         lambda a: True,
+        together=_plain_write,
+        block=memory_writes_together,
     ),
     "memory.forget": Kind(
         s.MemoryForgetIn,
@@ -200,13 +221,6 @@ def parse_operation(agent: Agent, item: dict[str, Any], *, status_code: int = 20
         run=lambda: kind.run(agent, args),
         status_code=status_code,
         touches_store=kind.touches_store(args),
-        together=_together(item["op"], args),
+        together=kind.together(args) if kind.block is not None else None,
+        block=kind.block,
     )
-
-
-def _together(kind: str, args: dict[str, Any]) -> str | None:
-    """A memory write that reads nothing from the store (no ``supersedes``) is written with
-    its neighbours in the batch: its text, embedded with theirs."""
-    if kind == "memory.write" and not args.get("supersedes"):
-        return str(args.get("text") or "")
-    return None

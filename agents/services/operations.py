@@ -26,10 +26,12 @@ writing it twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -47,7 +49,10 @@ from atlas_platform.ledger import (
     Replay,
     ledger_claim,
     ledger_complete,
+    ledger_complete_many,
     ledger_release,
+    ledger_release_many,
+    ledger_unknown_many,
 )
 from atlas_platform.models import LedgerEntry
 from memory.public import memory_writes_together, replayable
@@ -89,6 +94,11 @@ def payload_hash(kind: str, payload: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# Given the texts of a run of operations of one kind, the block they are applied in as one
+# batch (``memory_writes_together``, ``searchable_writes_together``).
+Block = Callable[[Sequence[str]], AbstractContextManager[None]]
+
+
 @dataclass(frozen=True)
 class Operation:
     """One parsed operation: ``run`` applies it and returns its JSON result. ``invalid``: its
@@ -101,7 +111,8 @@ class Operation:
     status_code: int = 200
     touches_store: bool = False
     invalid: AtlasError | None = None
-    together: str | None = None  # a plain memory write's text: written with its neighbours
+    together: str | None = None  # its text, embedded with its run's (``block``)
+    block: Block | None = None  # the block a run of its kind is written in as one batch
 
 
 @dataclass(frozen=True)
@@ -148,11 +159,20 @@ def operations_apply(
 
 
 def _runs(operations: Sequence[Operation]) -> list[list[Operation]]:
-    """Consecutive plain memory writes (``together``) grouped; every other operation alone."""
+    """Consecutive operations written together (``together``, the same ``block``: plain
+    memory writes, entity upserts) grouped; every other operation alone. An id met again
+    starts a new run (it is answered from the first one's stored result)."""
     runs: list[list[Operation]] = []
     for op in operations:
-        if _joins(op) and runs and _joins(runs[-1][-1]):
-            runs[-1].append(op)
+        run = runs[-1] if runs else []
+        if (
+            _joins(op)
+            and run
+            and _joins(run[-1])
+            and _block(run[-1]) is _block(op)
+            and op.id not in {o.id for o in run}
+        ):
+            run.append(op)
         else:
             runs.append([op])
     return runs
@@ -162,42 +182,92 @@ def _joins(op: Operation) -> bool:
     return op.together is not None and op.invalid is None
 
 
-def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> list[Outcome]:
-    """A run of plain memory writes: their texts embedded in one call and one store refresh
-    for all (``memory_writes_together``), each still claimed, applied and answered on its
-    own. Their answers are stored after the refresh, so ``applied`` still means searchable;
-    if the embedding or the refresh fails, the writes it held are answered ``retry`` (a retry
-    finds what they stored and audited, as after any store failure)."""
-    outcomes: list[Outcome] = []
-    settled: list[Settled] = []
-    try:
-        with memory_writes_together([op.together or "" for op in run]):
-            for op in run:
-                outcomes.append(_apply_one(user, agent, op, settled))
-    except Unavailable as exc:
-        for entry, _ in settled:
-            ledger_release(entry=entry)
-        held = {entry.key for entry, _ in settled}
-        return [
-            _refused(op, exc) if n >= len(outcomes) or op.id in held else outcomes[n]
-            for n, op in enumerate(run)
-        ]
-    for entry, outcome in settled:
-        ledger_complete(entry=entry, status_code=outcome.status_code, body=outcome.result)
-    return outcomes
+def _block(op: Operation) -> Block:
+    return op.block or memory_writes_together
 
 
 Settled = tuple[LedgerEntry, Outcome]  # a store write applied, its answer not stored yet
 
 
+def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> list[Outcome]:
+    """A run of plain memory writes (or of entity upserts) written as one batch: claimed
+    together (one transaction), their texts embedded in one call, the memories written to the
+    store in one call with their intents and audit rows settled together, one refresh
+    (``memory_writes_together``; entity upserts: ``searchable_writes_together``, their
+    documents in one store write), then their answers stored together (one transaction).
+    Each is still checked and answered on its own (an invalid one is rejected alone, a
+    duplicate answered from its first result). The answers are stored after the block, so
+    ``applied`` means stored, audited and searchable; if the block's write fails, the writes
+    it held are answered ``retry`` and their claims released (a retry runs under the same ids
+    and finds whatever was stored)."""
+    outcomes: list[Outcome] = []
+    settled: list[Settled] = []
+    try:
+        with _block(run[0])([op.together or "" for op in run]):
+            claims = _claim_run(user, agent, run)
+            for op in run:
+                claimed = claims[op.id]
+                if isinstance(claimed, Outcome):
+                    outcomes.append(claimed)
+                    continue
+                outcomes.append(_apply_one(user, agent, op, settled, claimed))
+    except (Unavailable, OperationalError, InterfaceError) as exc:
+        logger.warning("a run of %d memory writes was not written", len(run), exc_info=exc)
+        with contextlib.suppress(OperationalError, InterfaceError):
+            ledger_release_many(entries=[entry for entry, _ in settled])
+        held = {entry.key for entry, _ in settled}
+        return [
+            _not_written(op, exc) if n >= len(outcomes) or op.id in held else outcomes[n]
+            for n, op in enumerate(run)
+        ]
+    try:
+        ledger_complete_many(
+            answers=[(entry, outcome.status_code, outcome.result) for entry, outcome in settled]
+        )
+    except (OperationalError, InterfaceError) as exc:  # stored and audited; a retry finds them
+        logger.warning("the answers of a run of memory writes were not stored", exc_info=exc)
+        with contextlib.suppress(OperationalError, InterfaceError):  # a retry takes them over
+            ledger_unknown_many(entries=[entry for entry, _ in settled])
+        held = {entry.key for entry, _ in settled}
+        return [
+            _not_written(op, exc) if op.id in held else o
+            for op, o in zip(run, outcomes, strict=True)
+        ]
+    return outcomes
+
+
+def _claim_run(
+    user: User, agent: Agent | None, run: list[Operation]
+) -> dict[str, LedgerEntry | Outcome]:
+    """Every operation's claim (or its answer: a duplicate, a refusal), in one transaction."""
+    claims: dict[str, LedgerEntry | Outcome] = {}
+    with transaction.atomic():
+        for op in run:
+            try:
+                claims[op.id] = _claim(user, agent, op)
+            except AtlasError as exc:
+                claims[op.id] = _refused(op, exc)
+    return claims
+
+
+def _not_written(op: Operation, exc: Exception) -> Outcome:
+    if isinstance(exc, Unavailable):
+        return _refused(op, exc)
+    return Outcome(op.id, "retry", 503, error=DATABASE_DOWN)
+
+
 def _apply_one(
-    user: User, agent: Agent | None, op: Operation, settled: list[Settled] | None = None
+    user: User,
+    agent: Agent | None,
+    op: Operation,
+    settled: list[Settled] | None = None,
+    claimed: LedgerEntry | None = None,
 ) -> Outcome:
     """``settled``: a store write's claim is left pending and added there (the caller stores
-    its answer after the store's refresh)."""
+    its answer after the store's refresh); ``claimed``: its claim, made already."""
     try:
         if op.touches_store and op.invalid is None:
-            return _apply_with_store(user, agent, op, settled)
+            return _apply_with_store(user, agent, op, settled, claimed)
         return _apply_rows(user, agent, op)
     except AtlasError as exc:
         return _refused(op, exc)
@@ -277,9 +347,13 @@ def _apply_rows(user: User, agent: Agent | None, op: Operation) -> Outcome:
 
 
 def _apply_with_store(
-    user: User, agent: Agent | None, op: Operation, settled: list[Settled] | None = None
+    user: User,
+    agent: Agent | None,
+    op: Operation,
+    settled: list[Settled] | None = None,
+    claim: LedgerEntry | None = None,
 ) -> Outcome:
-    claimed = _claim(user, agent, op)
+    claimed = claim if claim is not None else _claim(user, agent, op)
     if isinstance(claimed, Outcome):
         return claimed
     try:

@@ -609,10 +609,13 @@ def search_text(entity: Entity) -> str:
 
 def entity_index(*, entity: Entity, embedding: list[float] | None = None) -> bool:
     """Bring the entity's searchable document to its current version (deleted: removed).
-    False when the store could not be reached (``indexed_version`` stays behind)."""
+    False when the store could not be reached (``indexed_version`` stays behind). Inside
+    ``searchable_writes_together`` the document is written with the block's others, and
+    ``indexed_version`` moves only once it is stored."""
     try:
         if entity.deleted_at is not None:
             searchable_delete(user=entity.user, doc_ids=[entity.doc_id])
+            _indexed(entity)
         else:
             searchable_put(
                 user=entity.user,
@@ -623,15 +626,20 @@ def entity_index(*, entity: Entity, embedding: list[float] | None = None) -> boo
                 embedding=embedding,
                 tags=[f"type:{entity.type}"] + ([f"status:{entity.status}"] * bool(entity.status)),
                 metadata={"entity_id": entity.pk, "project": entity.project.key},
+                on_written=lambda: _indexed(entity),
             )
     except AtlasError as exc:
         logger.warning("entity index deferred", extra={"entity": entity.pk, "error": exc.code})
         return False
+    return True
+
+
+def _indexed(entity: Entity) -> None:
+    """The entity's searchable document is at its version now."""
     Entity.objects.filter(pk=entity.pk, version=entity.version).update(
         indexed_version=entity.version
     )
     entity.indexed_version = entity.version
-    return True
 
 
 def entities_reindex(*, user: User | None = None, limit: int = 500) -> int:

@@ -10,17 +10,23 @@ own: the app that keeps them audits its own change (their text never goes into a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from memory.engine.types import ENTITY, LegQuery, MemoryDoc, RecallFilter
+from memory.errors import MemoryStoreUnavailable
 from memory.fusion import rank_score, rrf
 from memory.services.common import backend, embedder, store_errors
 from memory.services.common import now as clock_now
 from memory.services.scoping import tenant_ranking, user_read_scope
 from tenants.models import User
+
+logger = logging.getLogger(__name__)
 
 MAX_TEXT = 300_000
 MAX_CANDIDATES = 1000
@@ -38,10 +44,58 @@ class SearchableHit:
     leg_ranks: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass
+class _Together:
+    """A ``searchable_writes_together`` block: vectors embedded ahead, by text, and the
+    documents held for its one store write (each with what to do once it is stored)."""
+
+    ahead: dict[str, list[float]]
+    held: list[tuple[MemoryDoc, Callable[[], object] | None]] = field(default_factory=list)
+
+
+_together: contextvars.ContextVar[_Together | None] = contextvars.ContextVar(
+    "atlas_searchable_together", default=None
+)
+
+
+@contextlib.contextmanager
+def searchable_writes_together(texts: Sequence[str]) -> Iterator[None]:
+    """Searchable writes done inside the block, as one: ``texts`` embedded in one call before
+    (``searchable_embed`` of one of them inside the block finds its vector), the documents
+    ``searchable_put`` gets held and written in one store call (one refresh) when the block
+    ends, then each put's ``on_written``. A put is not searchable before the block ends.
+    If that write fails (the store is down), no ``on_written`` runs and the error is logged,
+    not raised: the caller's reindex catches up, as after a single put that failed."""
+    wanted = list(dict.fromkeys(t[:MAX_TEXT] for t in texts))
+    with store_errors():
+        vectors: Any = embedder().embed(wanted) if wanted else []
+    block = _Together({t: [float(x) for x in v] for t, v in zip(wanted, vectors, strict=True)})
+    token = _together.set(block)
+    try:
+        yield
+    finally:
+        _together.reset(token)
+    if not block.held:
+        return
+    try:
+        with store_errors():
+            backend().write([doc for doc, _ in block.held])
+    except MemoryStoreUnavailable:
+        logger.warning("searchable batch deferred", extra={"documents": len(block.held)})
+        return
+    for _, on_written in block.held:
+        if on_written is not None:
+            on_written()
+
+
 def searchable_embed(*, texts: Sequence[str]) -> list[list[float]]:
-    """The embedder's vectors for ``texts`` (documents, not queries), normalised."""
+    """The embedder's vectors for ``texts`` (documents, not queries), normalised (inside a
+    ``searchable_writes_together`` block, the ones embedded ahead are not embedded again)."""
     if not texts:
         return []
+    block = _together.get()
+    if block is not None and all(t[:MAX_TEXT] in block.ahead for t in texts):
+        return [list(block.ahead[t[:MAX_TEXT]]) for t in texts]
     with store_errors():
         return [[float(x) for x in row] for row in embedder().embed(list(texts))]
 
@@ -56,9 +110,12 @@ def searchable_put(
     title: str = "",
     tags: Sequence[str] = (),
     metadata: dict[str, Any] | None = None,
+    on_written: Callable[[], object] | None = None,
 ) -> None:
     """Store (or replace) the user's searchable document ``doc_id``; visible to the next
-    search. ``embedding`` when the caller already computed it (else it is computed here)."""
+    search. ``embedding`` when the caller already computed it (else it is computed here).
+    ``on_written``: run once it is stored (inside ``searchable_writes_together``: when the
+    block's one write is done)."""
     text = text[:MAX_TEXT]
     with store_errors():
         vector = embedding if embedding is not None else embedder().embed_one(text)
@@ -76,7 +133,13 @@ def searchable_put(
             tags=list(tags),
             metadata=dict(metadata or {}),
         )
+        block = _together.get()
+        if block is not None:
+            block.held.append((doc, on_written))
+            return
         backend().write([doc])
+    if on_written is not None:
+        on_written()
 
 
 def searchable_delete(*, user: User, doc_ids: Sequence[str]) -> list[str]:

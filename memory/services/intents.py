@@ -28,7 +28,7 @@ import contextvars
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -96,43 +96,69 @@ def next_memory_id() -> str:
 def intent_record(docs: list[MemoryDoc]) -> None:
     """Commit a pending intent per document, before the store is called (a retry keeps the
     state its earlier attempt left: an audited intent stays audited)."""
-    replay = is_replayable()
-    tenants: dict[str, int] = {}
-    for doc in docs:
-        if doc.tenant_id not in tenants:  # documents carry the tenant's memory id, not its pk
-            tenants[doc.tenant_id] = Tenant.objects.values_list("pk", flat=True).get(
-                uid=doc.tenant_id
-            )
-        WriteIntent.objects.get_or_create(
+    intents_record_many(docs, [is_replayable()] * len(docs))
+
+
+def intents_record_many(docs: Sequence[MemoryDoc], replayable: Sequence[bool]) -> None:
+    """``intent_record`` for many writes in one transaction; ``replayable``: per document,
+    whether a ledger may send its write again."""
+    # Documents carry the tenant's memory id (its uid's hex), not its primary key.
+    uids = Tenant.objects.filter(uid__in={uuid.UUID(d.tenant_id) for d in docs})
+    tenants = {uid.hex: pk for uid, pk in uids.values_list("uid", "pk")}
+    rows = [
+        WriteIntent(
             memory_id=doc.id,
-            defaults={
-                "tenant_id": tenants[doc.tenant_id],
-                "user_id_text": doc.user_id or "",
-                "memory_type": doc.memory_type,
-                "replayable": replay,
-            },
+            tenant_id=tenants[uuid.UUID(doc.tenant_id).hex],
+            user_id_text=doc.user_id or "",
+            memory_type=doc.memory_type,
+            replayable=replay,
         )
+        for doc, replay in zip(docs, replayable, strict=True)
+    ]
+    with transaction.atomic():
+        WriteIntent.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def intent_settle(doc: MemoryDoc, audit: Callable[[], object]) -> bool:
     """Write the audit row (``audit``) in the transaction that moves the document's intent from
     pending to audited. False when an earlier attempt of the same write did it already (nothing
     written). Rows only: called after the store write, never around it."""
+    return bool(intents_settle_many([doc], lambda _: audit()))
+
+
+def intents_settle_many(
+    docs: Sequence[MemoryDoc], audit: Callable[[MemoryDoc], object]
+) -> list[MemoryDoc]:
+    """``intent_settle`` for many writes in one transaction: each document's audit row
+    (``audit(doc)``) written where its intent moves to audited (or where it has none); returns
+    the documents audited now (an earlier attempt's audited ones are not)."""
+    ids = [doc.id for doc in docs]
     with transaction.atomic():
-        moved = WriteIntent.objects.filter(
-            memory_id=doc.id, state=WriteIntent.State.PENDING
-        ).update(state=WriteIntent.State.AUDITED, updated_at=timezone.now())
-        if not moved and WriteIntent.objects.filter(memory_id=doc.id).exists():
-            return False
-        audit()
-        WriteIntent.objects.filter(memory_id=doc.id, replayable=False).delete()
-    return True
+        pending = WriteIntent.objects.filter(memory_id__in=ids, state=WriteIntent.State.PENDING)
+        moved = set(pending.select_for_update().values_list("memory_id", flat=True))
+        WriteIntent.objects.filter(memory_id__in=moved).update(
+            state=WriteIntent.State.AUDITED, updated_at=timezone.now()
+        )
+        known = set(
+            WriteIntent.objects.filter(memory_id__in=ids).values_list("memory_id", flat=True)
+        )
+        audited = [doc for doc in docs if doc.id in moved or doc.id not in known]
+        for doc in audited:
+            audit(doc)
+        WriteIntent.objects.filter(memory_id__in=ids, replayable=False).delete()
+    return audited
 
 
 def intent_abandon(doc: MemoryDoc) -> None:
     """The write took its document back out of the store itself (its audit row failed, or it
     lost a race): nothing is left to settle."""
-    WriteIntent.objects.filter(memory_id=doc.id, state=WriteIntent.State.PENDING).delete()
+    intents_abandon_many([doc])
+
+
+def intents_abandon_many(docs: Sequence[MemoryDoc]) -> None:
+    WriteIntent.objects.filter(
+        memory_id__in=[d.id for d in docs], state=WriteIntent.State.PENDING
+    ).delete()
 
 
 def pending_intents() -> int:

@@ -40,6 +40,12 @@ from memory.services.recall import RecallResult, memory_recall
 from memory.services.scoping import user_read_scope, writer_scope
 from memory.services.sessions import session_for_turn
 from memory.services.turn_context import link_following, with_live_context
+from memory.services.write_batch import (
+    write_batch_close,
+    write_batch_flush,
+    write_batch_open,
+    write_defer,
+)
 from memory.signals import episode_recorded
 from tenants.models import User
 from tenants.services.audit import audit_record
@@ -57,6 +63,7 @@ def _audit(
     doc: MemoryDoc,
     *,
     undo: Callable[[], object] | None = None,
+    settles: bool = True,
     **extra: Any,
 ) -> None:
     """The audit row of a change the store has just made, in its own short transaction (rows
@@ -64,7 +71,9 @@ def _audit(
     (``intents.intent_settle``): a retry of a write that was audited already writes no second
     row. Ids and kinds only: an audit row never holds memory text. If the row cannot be
     written, ``undo`` takes the store's change back (best effort); if that fails too, the
-    pending intent is settled by the write's retry or by the reconciler."""
+    pending intent is settled by the write's retry or by the reconciler. ``settles=False``: a
+    change to a memory written before (a forget, an outcome), whose intent, audited long ago,
+    must not swallow this row."""
 
     def record() -> None:
         audit_record(
@@ -74,6 +83,10 @@ def _audit(
             metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **extra},
         )
 
+    if not settles:
+        with transaction.atomic():
+            record()
+        return
     try:
         intent_settle(doc, record)
     except Exception:
@@ -121,11 +134,13 @@ _ahead: contextvars.ContextVar[dict[str, list[float]] | None] = contextvars.Cont
 @contextlib.contextmanager
 def memory_writes_together(texts: Sequence[str]) -> Iterator[None]:
     """Semantic writes of these ``texts`` done inside the block, as one: their texts embedded in
-    one call before, the store's refresh once after (``MemoryBackend.writes_together``).
-    Each write is still its own (its checks, its intent, its audit row); what they write is
-    searchable when the block ends, and a get by id or a write that meets its earlier
-    attempt's document sees it at once. So a caller reads with a search (a recall, a
-    supersession) only after the block. Store failures: a 503, as every write's."""
+    one call before; a write that supersedes nothing is held back and written with the others
+    when the block ends (``write_batch``: one store call, intents and audit rows in one
+    transaction each), then the store's refresh once (``MemoryBackend.writes_together``).
+    Each write is still checked and audited on its own; what they write is stored and
+    searchable when the block ends, not before. So a caller reads (a recall, a get, a
+    supersession) only after the block. Store failures: a 503, as every write's (raised by
+    the block's end for the held writes); a database failure there raises its own error."""
     wanted: list[str] = []
     for text in texts:
         with contextlib.suppress(ValidationError):  # the write itself says what is wrong
@@ -137,9 +152,15 @@ def memory_writes_together(texts: Sequence[str]) -> Iterator[None]:
             vectors = embedder().embed(wanted)
             ahead = {t: [float(x) for x in v] for t, v in zip(wanted, vectors, strict=True)}
         token = _ahead.set(ahead)
+        held = write_batch_open()
         try:
             with backend().writes_together():
-                yield
+                try:
+                    yield
+                except BaseException:
+                    write_batch_close(held, flush=False)  # nothing held reached the store
+                    raise
+                write_batch_close(held, flush=True)
         finally:
             _ahead.reset(token)
 
@@ -353,6 +374,8 @@ def memory_write(
     project = clean_project(project)
     with store_errors():
         memory_id = next_memory_id()
+        if supersedes:
+            write_batch_flush()  # a fact it supersedes may be held by the block
         targets = _superseded_targets(user, supersedes, memory_id) if supersedes else []
         if contradiction == "harsh":
             confidence = max(0.0, round(confidence - settings.ATLAS_SUPERSEDE_HARSH_PENALTY, 6))
@@ -381,6 +404,11 @@ def memory_write(
         )
         if memory_type == "semantic":
             doc.last_used_at = doc.timestamp if timestamp else doc.created_at
+        audit_extra: dict[str, Any] = {"contradiction": contradiction, "source": source}
+        if not targets and write_defer(
+            user, doc, "memory.write", supersedes=doc.supersedes, **audit_extra
+        ):
+            return doc  # written, intent and audit row included, when the block ends
         doc = _store(doc)
         _mark_superseded(doc, targets)
     _audit(
@@ -389,8 +417,7 @@ def memory_write(
         doc,
         undo=lambda: _unwrite(doc, targets),
         supersedes=doc.supersedes,
-        contradiction=contradiction,
-        source=source,
+        **audit_extra,
     )
     return doc
 
@@ -450,6 +477,7 @@ def _unmark(new_id: str) -> Callable[[MemoryDoc], dict[str, Any]]:
 def memory_forget(*, user: User, memory_id: str) -> None:
     """Hard-delete one of the user's memories; the audit keeps a content-free tombstone."""
     with store_errors():
+        write_batch_flush()  # it may be held by an open block
         doc = backend().get(user_read_scope(user), memory_id)
         if doc is None or doc.user_id != user.memory_id:
             raise NotFound(f"No memory {memory_id!r} for this user.", code="memory_not_found")
@@ -463,7 +491,7 @@ def memory_forget(*, user: User, memory_id: str) -> None:
         ledger_forget(user=user, memory_id=doc.id)
     # A forget cannot be taken back: if its tombstone fails, the error says so and a retry
     # finds nothing left to forget (404), the audit keeps what it could.
-    _audit(user, "memory.forget", doc)
+    _audit(user, "memory.forget", doc, settles=False)
 
 
 def procedure_outcome_record(
@@ -501,6 +529,7 @@ def procedure_outcome_record(
         user,
         "procedure.outcome",
         doc,
+        settles=False,
         success=success,
         refined=steps is not None,
         source=source,

@@ -112,7 +112,8 @@ class ElasticsearchBackend(MemoryBackend):
 
     def sync(self) -> None:
         # Every index of the deployment: usage bumps wait for the periodic refresh otherwise.
-        self._conn.after_write([self._conn.index_pattern])
+        # Now, also inside a ``writes_together`` block (what it holds is searchable after).
+        self._conn.after_write([self._conn.index_pattern], now=True)
 
     def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> bool:
         return writes.expunge_deleted(self._conn, tenant_id, user_id)

@@ -21,6 +21,12 @@ prints:
 - stuck: writes whose retries ended on ``409 idempotency_in_progress``;
 - unacked: writes that never got a 2xx within their attempts (not an error by itself).
 
+With ``--batch N`` the writes go as operations batches of N ``memory.write`` operations
+(``POST .../operations``, each marker its operation id; ``--token`` bound to an agent): an
+operation answered ``retry`` is sent again in the next batch of the same client with the
+same id and args, a batch that fails as a whole is sent again as it was; ``stuck``: operations
+whose last answer was ``retry`` with ``in_progress``.
+
 Figures, not assertions (tests/faults/ asserts the same properties per fault point).
 """
 
@@ -62,6 +68,7 @@ class Command(BaseCommand):
         parser.add_argument("--freeze-s", type=float, default=4.0)
         parser.add_argument("--every-s", type=float, default=8.0)
         parser.add_argument("--settle-s", type=float, default=5.0)
+        parser.add_argument("--batch", type=int, default=0, help="operations per batch")
         parser.add_argument("--json", default="")
 
     def handle(self, *args: Any, **o: Any) -> None:
@@ -70,8 +77,13 @@ class Command(BaseCommand):
         faults = threading.Thread(target=self._faults, args=(o, stop), daemon=True)
         faults.start()
         started = time.monotonic()
+        markers = [f"{run}x{i}" for i in range(o["writes"])]
         with ThreadPoolExecutor(max_workers=o["clients"]) as pool:
-            outcomes = list(pool.map(lambda i: self._write(o, f"{run}x{i}"), range(o["writes"])))
+            if o["batch"]:
+                groups = [markers[i : i + o["batch"]] for i in range(0, len(markers), o["batch"])]
+                outcomes = [x for g in pool.map(lambda g: self._batch(o, g), groups) for x in g]
+            else:
+                outcomes = list(pool.map(lambda m: self._write(o, m), markers))
         stop.set()
         faults.join()
         for pid in o["freeze"]:
@@ -114,6 +126,46 @@ class Command(BaseCommand):
                 break  # refused: retrying the same request cannot help
             time.sleep(min(float(response.headers.get("Retry-After", "1")), 5.0))
         return {"marker": marker, "acked": False, "last": last}
+
+    def _batch(self, o: dict[str, Any], markers: list[str]) -> list[dict[str, Any]]:
+        """One client's batch of writes, resent (the operations still to retry) until each is
+        answered or ``--attempts`` runs out."""
+        url = f"{o['url']}/api/v1/users/{o['user']}/operations"
+        headers = {"Authorization": f"Bearer {o['token']}"}
+        done: dict[str, dict[str, Any]] = {}
+        last: dict[str, str] = dict.fromkeys(markers, "none")
+        for _ in range(o["attempts"]):
+            pending = [m for m in markers if m not in done]
+            if not pending:
+                break
+            ops = [
+                {"id": m, "op": "memory.write", "args": {"text": f"{MARK} marker {m}"}}
+                for m in pending
+            ]
+            try:
+                response = httpx.post(
+                    url, json={"operations": ops}, headers=headers, timeout=o["timeout_s"]
+                )
+            except httpx.HTTPError as exc:
+                last.update(dict.fromkeys(pending, type(exc).__name__))
+                time.sleep(0.5)
+                continue
+            if response.status_code != 200:
+                last.update(dict.fromkeys(pending, str(response.status_code)))
+                time.sleep(min(float(response.headers.get("Retry-After", "1")), 5.0))
+                continue
+            for result in response.json()["results"]:
+                marker = result["id"]
+                if result["status"] in ("applied", "duplicate"):
+                    done[marker] = {"marker": marker, "acked": True, "id": result["result"]["id"]}
+                elif result["status"] == "retry":
+                    code = (result.get("error") or {}).get("code", "")
+                    last[marker] = "in_progress" if code == "in_progress" else "retry"
+                else:  # refused: sending it again cannot help
+                    done[marker] = {"marker": marker, "acked": False, "last": result["status"]}
+            if len(done) < len(markers):
+                time.sleep(1.0)
+        return [done.get(m) or {"marker": m, "acked": False, "last": last[m]} for m in markers]
 
     def _count(self, run: str, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         cluster = get_cluster()

@@ -1,0 +1,110 @@
+"""A batch's consecutive ``entity.upsert`` operations written as one batch
+(``searchable_writes_together``): one embedding call for their notes, one store write for their
+searchable documents, each entity indexed (``indexed_version``) once its document is stored;
+a store down at the batch's write leaves them for the reindex, as a single upsert does. Per
+backend (the ``engine`` fixture)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.api.operations import parse_operation
+from agents.services.agents import agent_register
+from agents.services.operations import operations_apply
+from knowledge.models import Entity
+from knowledge.selectors import graph_search
+from knowledge.services.entities import entities_reindex
+from memory.engine.base import EngineError
+from memory.services.common import backend
+from tests.knowledge.conftest import fm, project_of
+
+pytestmark = pytest.mark.django_db
+
+
+def upserts(people: Any, project: Any, notes: list[tuple[str, str]]) -> list[Any]:
+    agent = agent_register(user=people.alice, slug="sync").agent
+    items = [
+        {
+            "id": f"n-{n}",
+            "op": "entity.upsert",
+            "args": {"project_key": project.key, "path": path, "content": content},
+        }
+        for n, (path, content) in enumerate(notes)
+    ]
+    return operations_apply(
+        user=people.alice, agent=agent, operations=[parse_operation(agent, i) for i in items]
+    )
+
+
+NOTES = [
+    (f"notes/n{n}.md", fm(id=f"n{n}", type="task", body=f"Rotate the key of vault {n}.\n"))
+    for n in range(8)
+]
+
+
+def test_a_run_of_upserts_is_one_embedding_call_and_one_store_write(people, monkeypatch):
+    from memory.services import documents
+
+    project = project_of(people.alice)
+    embeds: list[int] = []
+    writes: list[int] = []
+    real_embedder, real_write = documents.embedder, type(backend()).write
+
+    class Counted:
+        def __init__(self) -> None:
+            self.model = real_embedder()
+
+        def embed(self, texts: list[str]) -> Any:
+            embeds.append(len(texts))
+            return self.model.embed(texts)
+
+    def write(self: Any, docs: list[Any]) -> None:
+        writes.append(len(docs))
+        real_write(self, docs)
+
+    monkeypatch.setattr(documents, "embedder", Counted)
+    monkeypatch.setattr(type(backend()), "write", write)
+
+    outcomes = upserts(people, project, NOTES)
+    monkeypatch.undo()
+
+    assert [o.status for o in outcomes] == ["applied"] * 8
+    assert embeds == [8] and writes == [8]
+    entities = Entity.objects.filter(project=project)
+    assert entities.count() == 8
+    assert all(e.indexed_version == e.version for e in entities)
+    found = graph_search(user=people.alice, query="vault 3 key", project_key=project.key)
+    assert "n3" in [hit.entity.key for hit in found][:3]
+
+
+def test_a_bad_note_in_a_run_is_rejected_alone(people):
+    project = project_of(people.alice)
+    notes = [NOTES[0], ("notes/bad.md", "---\nid: [unclosed\n---\nbody\n"), NOTES[1]]
+
+    outcomes = upserts(people, project, notes)
+
+    assert [o.status for o in outcomes] == ["applied", "rejected", "applied"]
+    assert outcomes[1].status_code == 400
+    assert sorted(Entity.objects.filter(project=project).values_list("key", flat=True)) == [
+        "n0",
+        "n1",
+    ]
+
+
+def test_the_store_down_at_the_runs_write_leaves_the_entities_to_the_reindex(people, monkeypatch):
+    project = project_of(people.alice)
+
+    def down(self: Any, docs: list[Any]) -> None:
+        raise EngineError("the store went away")
+
+    monkeypatch.setattr(type(backend()), "write", down)
+    outcomes = upserts(people, project, NOTES[:3])
+    monkeypatch.undo()
+
+    assert [o.status for o in outcomes] == ["applied"] * 3  # kept in the graph, index behind
+    assert all(e.indexed_version < e.version for e in Entity.objects.filter(project=project))
+    assert entities_reindex(user=people.alice) == 3
+    found = graph_search(user=people.alice, query="vault 2 key", project_key=project.key)
+    assert "n2" in [hit.entity.key for hit in found]
