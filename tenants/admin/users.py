@@ -119,9 +119,7 @@ class UserAdmin(ScopedModelAdmin):
     def key_status(self, user: User) -> str:
         status = user_key_status(user=user)
         colour = _KEY_COLOURS.get(status.state, "#666")
-        return format_html(
-            '<span style="color:{}">{}</span>', colour, status.state.replace("_", " ")
-        )
+        return format_html('<span style="color:{}">{}</span>', colour, status.state_label)
 
     @admin.display(description="key age")
     def key_age(self, user: User) -> str:

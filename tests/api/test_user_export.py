@@ -59,6 +59,12 @@ SECTION_OF = {
     ("consolidation", "ConsolidationRun"): "consolidation_runs",
     ("consolidation", "ConsolidationState"): "consolidation_state",
     ("consolidation", "PlaybookSuggestion"): "playbook_suggestions",
+    ("memory", "SessionCursor"): "session_cursors",
+}
+# Models of those apps that hold nothing of one user's, with the reason.
+NOT_A_USERS = {
+    ("memory", "RecallStat"): "tenant-wide recall counts per day",
+    ("memory", "WriteIntent"): "a store write in flight (ids and state only)",
 }
 
 
@@ -145,6 +151,9 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
         "How do I feed the bees in winter?",
     }
     assert body["playbook_suggestions"][0]["session_id"] == "s1"
+    assert [(c["agent"], c["session_id"], c["inferred"]) for c in body["session_cursors"]] == [
+        ("", "s1", False)
+    ]
     assert [(r["scope"], r["status"]) for r in body["forget_requests"]] == [("query", "pending")]
     assert set(body["forget_requests"][0]) >= {"memory_ids", "progress", "receipt"}
     (erasure,) = body["erasure_requests"]  # an operator's request about her: its status only
@@ -168,8 +177,10 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
 
 def test_every_model_that_holds_user_data_has_a_section() -> None:
     names = {section.name for section in exports.export_sections()}
-    for app in ("agents", "knowledge", "erasure", "consolidation"):
+    for app in ("memory", "agents", "knowledge", "erasure", "consolidation"):
         for model in apps.get_app_config(app).get_models():
+            if (app, model.__name__) in NOT_A_USERS:
+                continue
             section = SECTION_OF.get((app, model.__name__))
             assert section in names, f"{app}.{model.__name__} has no export section"
     for model_name in ("PlatformToken", "ScopedKey"):  # tenants' rows of one user

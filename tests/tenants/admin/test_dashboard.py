@@ -138,6 +138,26 @@ def test_keys_past_their_renewal_are_flagged_against_the_settings_lifetime(
     assert "renewal overdue" in page  # the age chart's bucket
 
 
+def test_a_key_pending_invalidation_is_shown_in_words(es, acme, acme_client):
+    from tenants.services.scoped_keys import scoped_key_provision, scoped_key_rotate
+
+    acme.isolation_mode = "dls"
+    acme.save()
+    user = User.objects.create(tenant=acme, external_id="rotating")
+    scoped_key_provision(user=user)
+    scoped_key_rotate(user=user)
+    # The state a rotation leaves while the old key's invalidation has not gone through yet.
+    ScopedKey.objects.filter(user=user).exclude(status=ScopedKey.Status.ACTIVE).update(
+        status=ScopedKey.Status.PENDING_INVALIDATION
+    )
+
+    page = acme_client.get(board(acme)).content.decode()
+    table = page[page.index('id="key-ages"') :]
+
+    assert "pending invalidation" in table
+    assert "pendinginvalidation" not in page and "pending_invalidation" not in table
+
+
 def test_a_filter_tenant_is_not_told_its_users_need_keys(es, acme, alice, acme_client):
     page = acme_client.get(board(acme)).content.decode()
 
