@@ -154,7 +154,7 @@ def test_a_claim_whose_process_died_is_taken_over_after_its_lease(
     """The first attempt wrote and audited, then its process died before the response was
     stored: the claim stays in progress for its lease only; then the retry looks at the store
     and answers with the document the first attempt made."""
-    import memory.api.base as base
+    import atlas_platform.views as base
 
     def die(**kwargs: Any) -> None:
         raise SystemExit("killed")  # the process ends here: nothing after it runs
