@@ -181,7 +181,7 @@ class Command(BaseCommand):
             personas,
             limit_questions=options["limit_questions"],
             ablations=options["ablation_list"],
-            reranker_configured=settings.ATLAS_RERANKER != "none",
+            reranker_configured=settings.ATLAS_RERANKING.kind != "none",
             split=None if options["split"] == "all" else options["split"],
             clock_offset_days=options["clock_offset_days"],
         )
@@ -189,7 +189,7 @@ class Command(BaseCommand):
         report["config"] = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
             "embedder": _embedder_name(),
-            "reranker": settings.ATLAS_RERANKER,
+            "reranker": settings.ATLAS_RERANKING.kind,
             "lexical_weight": default.lexical_weight,
             "statistics_scope": options["statistics"],
             "isolation": (
