@@ -5,8 +5,9 @@ its fields are typed and checked when the process starts, so a bad value stops s
 message that names the variable to fix, instead of surfacing inside a request. A test changes
 one field with ``dataclasses.replace(settings.ATLAS_RECALL, candidates=80)``. The groups:
 ``ATLAS_RECALL`` (RecallSettings), ``ATLAS_EMBEDDING`` (EmbedderSettings: ``ATLAS_EMBEDDER*``,
-``ATLAS_MODELS_DIR``), ``ATLAS_RERANKING`` (RerankerSettings: ``ATLAS_RERANKER*``); the
-environment variables keep their names.
+``ATLAS_MODELS_DIR``), ``ATLAS_RERANKING`` (RerankerSettings: ``ATLAS_RERANKER*``),
+``ATLAS_CHAT_MODEL`` (ChatModelSettings: consolidation's model); the environment variables
+keep their names.
 
 Nothing here imports an app: the settings module imports it before Django is set up.
 """
@@ -166,6 +167,40 @@ class RerankerSettings:
             max_tokens=env.int("ATLAS_RERANKER_MAX_TOKENS", default=d.max_tokens),
             batch=env.int("ATLAS_RERANKER_BATCH", default=d.batch),
             threads=env.int("ATLAS_RERANKER_THREADS", default=d.threads),
+        )
+
+
+@dataclass(frozen=True)
+class ChatModelSettings:
+    """The chat model (an OpenAI-compatible ``/chat/completions`` endpoint) that consolidation
+    and the knowledge handoff's narration call; no base URL or no model: off."""
+
+    base_url: str = ""  # ATLAS_CONSOLIDATION_BASE_URL
+    model: str = ""  # ATLAS_CONSOLIDATION_MODEL
+    api_key: str = ""  # ATLAS_CONSOLIDATION_API_KEY
+    timeout_s: float = 60.0  # ATLAS_CONSOLIDATION_TIMEOUT_S: one HTTP call
+    http_retries: int = 2  # ATLAS_CONSOLIDATION_HTTP_RETRIES: the client's own retries
+    json_attempts: int = 2  # ATLAS_CONSOLIDATION_JSON_ATTEMPTS: asks until the reply parses
+
+    def __post_init__(self) -> None:
+        _within("ATLAS_CONSOLIDATION_TIMEOUT_S", self.timeout_s, 0.1, 3600.0)
+        _within("ATLAS_CONSOLIDATION_HTTP_RETRIES", self.http_retries, 0, 10)
+        _within("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", self.json_attempts, 1, 10)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+    @classmethod
+    def from_env(cls, env: Any) -> ChatModelSettings:
+        d = cls()
+        return cls(
+            base_url=env.str("ATLAS_CONSOLIDATION_BASE_URL", default=d.base_url),
+            model=env.str("ATLAS_CONSOLIDATION_MODEL", default=d.model),
+            api_key=env.str("ATLAS_CONSOLIDATION_API_KEY", default=d.api_key),
+            timeout_s=env.float("ATLAS_CONSOLIDATION_TIMEOUT_S", default=d.timeout_s),
+            http_retries=env.int("ATLAS_CONSOLIDATION_HTTP_RETRIES", default=d.http_retries),
+            json_attempts=env.int("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", default=d.json_attempts),
         )
 
 

@@ -18,6 +18,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from atlas_platform.config import (
+    ChatModelSettings,
     EmbedderSettings,
     RecallSettings,
     RerankerSettings,
@@ -478,12 +479,9 @@ ATLAS_MAX_REQUEST_BYTES = env.int("ATLAS_MAX_REQUEST_BYTES", default=256 * 1024)
 # --- Consolidation (consolidation/) ------------------------------------------------------------
 # An OpenAI-compatible chat model distils episodes into facts and playbooks in the background.
 # No base URL or no model = consolidation is off (the admin says so); nothing else changes.
-ATLAS_CONSOLIDATION_BASE_URL = env.str("ATLAS_CONSOLIDATION_BASE_URL", default="")
-ATLAS_CONSOLIDATION_MODEL = env.str("ATLAS_CONSOLIDATION_MODEL", default="")
-ATLAS_CONSOLIDATION_API_KEY = env.str("ATLAS_CONSOLIDATION_API_KEY", default="")
-ATLAS_CONSOLIDATION_TIMEOUT_S = env.float("ATLAS_CONSOLIDATION_TIMEOUT_S", default=60.0)
-ATLAS_CONSOLIDATION_HTTP_RETRIES = env.int("ATLAS_CONSOLIDATION_HTTP_RETRIES", default=2)
-ATLAS_CONSOLIDATION_JSON_ATTEMPTS = env.int("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", default=2)
+# The chat model (ATLAS_CONSOLIDATION_BASE_URL, _MODEL, _API_KEY, _TIMEOUT_S (60),
+# _HTTP_RETRIES (2), _JSON_ATTEMPTS (2)): one typed group, atlas_platform.config.
+ATLAS_CHAT_MODEL = ChatModelSettings.from_env(env)
 ATLAS_CONSOLIDATION_TASK_RETRIES = env.int("ATLAS_CONSOLIDATION_TASK_RETRIES", default=3)
 ATLAS_CONSOLIDATION_RETRY_BACKOFF_S = env.float("ATLAS_CONSOLIDATION_RETRY_BACKOFF_S", default=30.0)
 # A run's hold on its user; a run whose worker died frees the user after this long.

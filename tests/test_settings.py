@@ -179,7 +179,9 @@ def test_recall_settings_are_one_typed_group_checked_at_start_up(tmp_path):
 MODELS = (
     "import django; django.setup(); from django.conf import settings; "
     "e, r = settings.ATLAS_EMBEDDING, settings.ATLAS_RERANKING; "
-    "print(type(e).__name__, e.kind, e.threads, e.dims, type(r).__name__, r.kind, r.threads)"
+    "c = settings.ATLAS_CHAT_MODEL; "
+    "print(type(e).__name__, e.kind, e.threads, e.dims, type(r).__name__, r.kind, r.threads, "
+    "type(c).__name__, c.model or '-', c.timeout_s)"
 )
 
 
@@ -196,13 +198,17 @@ def test_model_settings_are_typed_groups_read_from_the_same_variables(tmp_path):
         ATLAS_RERANKER="onnx",
         ATLAS_RERANKER_MODEL_PATH="/models/ce.onnx",
         ATLAS_RERANKER_THREADS="4",
+        ATLAS_CONSOLIDATION_MODEL="small",
+        ATLAS_CONSOLIDATION_TIMEOUT_S="30",
     )
 
     assert default.stdout.split() == [
-        "EmbedderSettings", "local", "1", "384", "RerankerSettings", "none", "2"
+        "EmbedderSettings", "local", "1", "384", "RerankerSettings", "none", "2",
+        "ChatModelSettings", "-", "60.0",
     ], default.stderr  # fmt: skip
     assert set_.stdout.split() == [
-        "EmbedderSettings", "openai", "2", "768", "RerankerSettings", "onnx", "4"
+        "EmbedderSettings", "openai", "2", "768", "RerankerSettings", "onnx", "4",
+        "ChatModelSettings", "small", "30.0",
     ], set_.stderr  # fmt: skip
 
 
@@ -214,6 +220,10 @@ def test_model_settings_are_typed_groups_read_from_the_same_variables(tmp_path):
         ({"ATLAS_RERANKER": "cohere"}, "ATLAS_RERANKER must be none, http, es-inference or onnx"),
         ({"ATLAS_RERANKER": "http"}, "ATLAS_RERANKER=http needs ATLAS_RERANKER_URL"),
         ({"ATLAS_RERANKER_BATCH": "0"}, "ATLAS_RERANKER_BATCH must be from 1 to 1024, not 0"),
+        (
+            {"ATLAS_CONSOLIDATION_JSON_ATTEMPTS": "0"},
+            "ATLAS_CONSOLIDATION_JSON_ATTEMPTS must be from 1 to 10, not 0",
+        ),
     ],
 )
 def test_a_bad_model_setting_stops_start_up_naming_the_variable(tmp_path, env, message):

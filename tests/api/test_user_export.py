@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import Project
 from agents.services.tasks import task_create
+from atlas_platform.config import ChatModelSettings
 from consolidation.services.triggers import consolidation_request
 from erasure.services import OperatorPrincipal, forget_request_open
 from knowledge.models import HandoffNarration
@@ -119,8 +120,7 @@ def carol(acme: Tenant) -> User:
 def chat_model_named(settings: Any) -> None:
     """A chat model configured, so a consolidation can be requested (the run is only queued:
     the test's transaction never commits, so nothing publishes or calls it)."""
-    settings.ATLAS_CONSOLIDATION_BASE_URL = "http://127.0.0.1:9/v1"
-    settings.ATLAS_CONSOLIDATION_MODEL = "none"
+    settings.ATLAS_CHAT_MODEL = ChatModelSettings(base_url="http://127.0.0.1:9/v1", model="none")
 
 
 def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
