@@ -23,7 +23,7 @@ from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_intents_reconcile, memory_turn_record
 from tenants.models import AuditEvent, Tenant, User
-from tests.api.conftest import Api, error_code, user_token
+from tests.atlas_server.conftest import Api, error_code, user_token
 
 
 @pytest.fixture(params=["embedded", "es-filter"])

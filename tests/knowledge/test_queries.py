@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.api.conftest import user_token
+from tests.atlas_server.conftest import user_token
 from tests.knowledge.conftest import fm, project_of, writer
 
 pytestmark = pytest.mark.usefixtures("store")

@@ -29,7 +29,7 @@ from tenants.scoping import scope_for
 from tenants.services.tokens import token_issue, token_revoke
 from tests.agents.conftest import register
 from tests.agents.test_purge import everything
-from tests.api.conftest import error_code, tenant_token, user_token
+from tests.atlas_server.conftest import error_code, tenant_token, user_token
 from tests.knowledge.test_erasure import graph
 
 pytestmark = pytest.mark.usefixtures("store")
