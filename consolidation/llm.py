@@ -34,7 +34,7 @@ class Completion:
 
 def model_configured() -> bool:
     """Consolidation is on only with both an endpoint and a model name."""
-    return bool(settings.ATLAS_CONSOLIDATION_BASE_URL and settings.ATLAS_CONSOLIDATION_MODEL)
+    return bool(settings.ATLAS_CHAT_MODEL.base_url and settings.ATLAS_CHAT_MODEL.model)
 
 
 def model_status() -> str:
@@ -45,8 +45,8 @@ def model_status() -> str:
             "(set ATLAS_CONSOLIDATION_BASE_URL and ATLAS_CONSOLIDATION_MODEL)."
         )
     return (
-        f"Consolidation model {settings.ATLAS_CONSOLIDATION_MODEL} at "
-        f"{settings.ATLAS_CONSOLIDATION_BASE_URL}."
+        f"Consolidation model {settings.ATLAS_CHAT_MODEL.model} at "
+        f"{settings.ATLAS_CHAT_MODEL.base_url}."
     )
 
 
@@ -61,15 +61,15 @@ def chat_json(messages: list[dict[str, str]]) -> Completion:
     )
 
     client = OpenAI(
-        base_url=settings.ATLAS_CONSOLIDATION_BASE_URL,
-        api_key=settings.ATLAS_CONSOLIDATION_API_KEY or "unused",
-        timeout=settings.ATLAS_CONSOLIDATION_TIMEOUT_S,
-        max_retries=settings.ATLAS_CONSOLIDATION_HTTP_RETRIES,
+        base_url=settings.ATLAS_CHAT_MODEL.base_url,
+        api_key=settings.ATLAS_CHAT_MODEL.api_key or "unused",
+        timeout=settings.ATLAS_CHAT_MODEL.timeout_s,
+        max_retries=settings.ATLAS_CHAT_MODEL.http_retries,
     )
     try:
         with client:
             response = client.chat.completions.create(  # type: ignore[call-overload]
-                model=settings.ATLAS_CONSOLIDATION_MODEL,
+                model=settings.ATLAS_CHAT_MODEL.model,
                 messages=messages,
                 temperature=0,
                 response_format={"type": "json_object"},

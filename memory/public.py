@@ -91,8 +91,6 @@ _HOMES: dict[str, str] = {
     "keep": "memory.embedding",
     "normalise": "memory.embedding",
     "OnnxCrossEncoderReranker": "memory.rerank",
-    # the entry points' bases other apps build on
-    "UserView": "memory.api.base",
     # memory's MCP tools, which the platform's MCP host serves beside the other apps'
     "memory_tools": "memory.mcp.server",
     "INSTRUCTIONS": "memory.mcp.server",
@@ -104,7 +102,6 @@ __all__ = sorted(_HOMES)
 
 if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
     from memory.admin.inspector import register_forget_handoff as register_forget_handoff
-    from memory.api.base import UserView as UserView
     from memory.embedding import (
         MINILM_TOKENIZER as MINILM_TOKENIZER,
         Embedder as Embedder,

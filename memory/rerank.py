@@ -217,24 +217,24 @@ def _ms(started: float) -> float:
 
 @cache
 def default_reranker() -> Reranker | None:
-    kind = settings.ATLAS_RERANKER
+    kind = settings.ATLAS_RERANKING.kind
     if kind == "none":
         return None
     if kind == "http":
         return HttpReranker(
-            url=settings.ATLAS_RERANKER_URL,
-            api_key=settings.ATLAS_RERANKER_API_KEY,
-            model=settings.ATLAS_RERANKER_MODEL,
+            url=settings.ATLAS_RERANKING.url,
+            api_key=settings.ATLAS_RERANKING.api_key,
+            model=settings.ATLAS_RERANKING.model,
         )
     if kind == "es-inference":
-        return ElasticsearchInferenceReranker(inference_id=settings.ATLAS_RERANKER_MODEL)
+        return ElasticsearchInferenceReranker(inference_id=settings.ATLAS_RERANKING.model)
     if kind == "onnx":
         return OnnxCrossEncoderReranker(
-            model_path=settings.ATLAS_RERANKER_MODEL_PATH,
-            tokenizer_path=settings.ATLAS_RERANKER_TOKENIZER_PATH,
-            max_tokens=settings.ATLAS_RERANKER_MAX_TOKENS,
-            batch_size=settings.ATLAS_RERANKER_BATCH,
-            threads=settings.ATLAS_RERANKER_THREADS,
+            model_path=settings.ATLAS_RERANKING.model_path,
+            tokenizer_path=settings.ATLAS_RERANKING.tokenizer_path,
+            max_tokens=settings.ATLAS_RERANKING.max_tokens,
+            batch_size=settings.ATLAS_RERANKING.batch,
+            threads=settings.ATLAS_RERANKING.threads,
         )
     raise ImproperlyConfigured(
         f"ATLAS_RERANKER must be none, http, es-inference or onnx, not {kind!r}."

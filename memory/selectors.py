@@ -17,11 +17,12 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from atlas_platform.exceptions import NotFound, ValidationError
-from memory.models import OVERFLOW_MS, RecallStat
+from memory.models import OVERFLOW_MS, RecallStat, SessionCursor
 from memory.services.catalog import catalog_engine_id
 from memory.services.common import backend, personal_type, store_errors
 from memory.services.scoping import catalog_read_scope, user_read_scope, writer_scope
 from memory.types import PERSONAL_TYPES, GrowthBucket, GrowthPoint, MemoryDoc, MemoryType
+from tenants.exports import in_batches
 from tenants.models import Tenant, User
 
 MAX_CHAIN = 100
@@ -200,6 +201,11 @@ class Profile:
     facts: list[MemoryDoc]
     playbooks: list[MemoryDoc]
     counts: dict[str, int]
+
+
+def session_cursors_export(*, user: User) -> Iterator[SessionCursor]:
+    """The user's session cursors (one per agent that recorded a live turn), for the export."""
+    return in_batches(SessionCursor.objects.filter(user=user))
 
 
 def memory_profile(*, user: User, limit: int = 50) -> Profile:

@@ -113,6 +113,11 @@ class KeyStatus:
     key_id: str | None
 
     @property
+    def state_label(self) -> str:
+        """The state in words, as every admin page shows it ("pending invalidation")."""
+        return self.state.replace("_", " ")
+
+    @property
     def label(self) -> str:
         if self.age is None:
             return {"missing": "no key"}.get(self.state, self.state)

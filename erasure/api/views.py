@@ -9,11 +9,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from atlas_platform.openapi import IDEMPOTENCY_KEY, READ_ERRORS, USER_ID, WRITE_ERRORS, errors
-from atlas_platform.views import parsed
+from atlas_platform.views import UserView, parsed
 from erasure.api import serializers as s
 from erasure.selectors import forget_request_for_user, forget_requests_for_user
 from erasure.services import forget_request_open
-from memory.public import UserView
 
 
 class ForgetRequestsView(UserView):

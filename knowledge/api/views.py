@@ -20,7 +20,7 @@ from atlas_platform.openapi import (
     WRITE_ERRORS,
     errors,
 )
-from atlas_platform.views import parsed
+from atlas_platform.views import UserView, parsed
 from knowledge.api import serializers as s
 from knowledge.api.operations import upsert_json
 from knowledge.selectors import (
@@ -35,7 +35,6 @@ from knowledge.selectors import (
 from knowledge.services.entities import entity_restore, entity_upsert
 from knowledge.services.handoff import handoff_build
 from knowledge.services.reconcile import reconcile_apply, reconcile_plan, reconcile_run_get
-from memory.public import UserView
 
 TAGS = ["knowledge"]
 ACT_WRITE = (*WRITE_ERRORS, 403)

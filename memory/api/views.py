@@ -21,9 +21,8 @@ from atlas_platform.openapi import (
     WRITE_ERRORS,
     errors,
 )
-from atlas_platform.views import parsed
+from atlas_platform.views import AtlasView, UserView, parsed
 from memory.api import serializers as s
-from memory.api.base import AtlasView, UserView
 from memory.api.schema import CATALOG_ID, MEMORY_ID
 from memory.plans import DEFAULT_PLAN, RecallPlan
 from memory.selectors import catalog_list, memory_get, memory_history, memory_page

@@ -20,9 +20,9 @@ from memory.services.common import (
     clean_metadata,
     clean_text,
     embedder,
-    new_id,
     store_errors,
 )
+from memory.services.intents import next_memory_id
 from memory.services.sessions import sessions_assign
 from memory.services.turn_context import (
     next_turns,
@@ -114,7 +114,7 @@ def _build(user: User, item: ImportedMemory) -> MemoryDoc:
     """The document (text, confidence and steps cleaned as ``memory_write`` cleans them)."""
     when = item.timestamp
     doc = MemoryDoc(
-        id=new_id(),
+        id=next_memory_id(),  # derived inside ``replayable(seed)``, random otherwise
         tenant_id=user.memory_tenant_id,
         user_id=user.memory_id,
         memory_type=item.memory_type,  # type: ignore[arg-type]
@@ -150,7 +150,9 @@ def memory_import(*, user: User, memories: Sequence[ImportedMemory]) -> list[Mem
     (``sessions.sessions_assign``: inferred, ``ATLAS_SESSION_GAP_S``). A turn's lexical
     context comes from its session neighbours in the batch
     (``turn_context.with_lexical_context``). Everything is validated before anything is
-    written; the texts are embedded in one batch
+    written; the ids are random, or derived from the seed inside ``replayable(seed)``, as
+    every write's (the same import under the same seed makes the same ids: the lab's eval
+    is repeatable by it); the texts are embedded in one batch
     (as ``memory_write`` and a turn embed them: ``embedding_text``), outside any transaction,
     then written ``WRITE_BATCH`` at a time (one refresh per batch). One audit event counts
     what was imported, per type (never any text)."""

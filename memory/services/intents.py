@@ -2,7 +2,7 @@
 and a recorded intent tying each write to its audit row.
 
 The one mechanism behind the exactly-once ledger (``atlas_platform.ledger``: the REST
-``Idempotency-Key``, ``memory.api.base``, and the agents' operation ids,
+``Idempotency-Key``, ``atlas_platform.idempotency``, and the agents' operation ids,
 ``agents.services.operations``):
 
 1. A ledger claim that may send the same write again runs it inside ``replayable(seed)``: the
@@ -71,7 +71,8 @@ def replayable(seed: str) -> Iterator[None]:
 
 def replay_begin(seed: str) -> contextvars.Token[_Identity | None]:
     """``replayable`` in two halves, for a caller whose start and end are separate hooks (the
-    REST ledger: the claim in ``initial``, the outcome in ``finalize_response``)."""
+    REST ledger: the claim in ``initial``, the outcome in ``finalize_response``; registered
+    with ``atlas_platform.idempotency.register_write_identity`` by ``MemoryConfig.ready``)."""
     return _identity.set(_Identity(seed))
 
 

@@ -119,7 +119,7 @@ class UserAdmin(ScopedModelAdmin):
     def key_status(self, user: User) -> str:
         status = user_key_status(user=user)
         css = _KEY_CLASSES.get(status.state, "atlas-muted")  # colours per theme: base_site
-        return format_html('<span class="{}">{}</span>', css, status.state.replace("_", " "))
+        return format_html('<span class="{}">{}</span>', css, status.state_label)
 
     @admin.display(description="key age")
     def key_age(self, user: User) -> str:

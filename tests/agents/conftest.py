@@ -12,7 +12,7 @@ from agents.models import Agent
 from agents.services.agents import agent_register, agent_token_issue
 from memory.services import bookkeeping
 from tenants.models import User
-from tests.api.conftest import Api, error_code, store, tenant_token, user_token
+from tests.atlas_server.conftest import Api, error_code, store, tenant_token, user_token
 
 
 def register(user: User, slug: str = "claude-code") -> Agent:

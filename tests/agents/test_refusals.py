@@ -1,6 +1,6 @@
 """Agents endpoints that act need a token bound to an agent; lists never show another user's or
 tenant's rows. (No token, a dead token, another user's or tenant's user and object ids: the
-generated probes of every route, tests/api/test_refusals.py.)"""
+generated probes of every route, tests/atlas_server/test_refusals.py.)"""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 import uvicorn
 
-from tests.mcp.conftest import embedded_store  # noqa: F401 - shared fixture
+from tests.atlas_platform.mcp.conftest import embedded_store  # noqa: F401 - shared fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from atlas_platform.config import ChatModelSettings
 from knowledge.models import Entity
 from tests.cli.conftest import git_repo, make_cli
 
@@ -89,9 +90,9 @@ def test_graph_commands_print_text_by_default_and_read_what_people_type(
     diff = cli.run("graph", "semantic-diff", today, today, cwd=repo)  # today, the whole day
     chat = FakeChatServer()
     try:
-        settings.ATLAS_CONSOLIDATION_BASE_URL = chat.url
-        settings.ATLAS_CONSOLIDATION_MODEL = "test-narrator"
-        settings.ATLAS_CONSOLIDATION_API_KEY = "test-key"
+        settings.ATLAS_CHAT_MODEL = ChatModelSettings(
+            base_url=chat.url, model="test-narrator", api_key="test-key"
+        )
         chat.script.append({"narration": "The release waits on the orders migration."})
         narrated = cli.run("graph", "gen-handoff", "--narrate", cwd=repo)
     finally:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from atlas_platform.config import ChatModelSettings
 from memory.engine.types import MemoryDoc
 from memory.services import bookkeeping
 from memory.services.writes import memory_turn_record
@@ -26,19 +27,20 @@ def chat_server() -> Iterator[FakeChatServer]:
 def chat(chat_server: FakeChatServer, settings: Any) -> Iterator[FakeChatServer]:
     """The configured consolidation model: the fake server, fresh script, quick timeouts."""
     chat_server.reset()
-    settings.ATLAS_CONSOLIDATION_BASE_URL = chat_server.url
-    settings.ATLAS_CONSOLIDATION_MODEL = "test-consolidator"
-    settings.ATLAS_CONSOLIDATION_API_KEY = "test-key"
-    settings.ATLAS_CONSOLIDATION_TIMEOUT_S = 5.0
-    settings.ATLAS_CONSOLIDATION_HTTP_RETRIES = 1
+    settings.ATLAS_CHAT_MODEL = ChatModelSettings(
+        base_url=chat_server.url,
+        model="test-consolidator",
+        api_key="test-key",
+        timeout_s=5.0,
+        http_retries=1,
+    )
     yield chat_server
     chat_server.reset()
 
 
 @pytest.fixture
 def no_model(settings: Any) -> None:
-    settings.ATLAS_CONSOLIDATION_BASE_URL = ""
-    settings.ATLAS_CONSOLIDATION_MODEL = ""
+    settings.ATLAS_CHAT_MODEL = ChatModelSettings()
 
 
 @pytest.fixture

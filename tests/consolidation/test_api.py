@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consolidation.models import ConsolidationRun
-from tests.api.conftest import Api, error_code, tenant_token, user_token
+from tests.atlas_server.conftest import Api, error_code, tenant_token, user_token
 from tests.celery_worker import broker_url, unique_queue
 
 pytestmark = pytest.mark.usefixtures("store")

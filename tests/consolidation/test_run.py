@@ -3,6 +3,8 @@ chat server on loopback: guards, supersession, playbook outcomes, failures, reru
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from consolidation.llm import ChatModelError
@@ -243,7 +245,7 @@ def test_malformed_json_is_asked_again_then_the_run_fails_with_nothing_written(a
 
 
 def test_a_timeout_is_retried_by_the_client_then_fails_the_run(alice, chat, settings):
-    settings.ATLAS_CONSOLIDATION_TIMEOUT_S = 0.5
+    settings.ATLAS_CHAT_MODEL = dataclasses.replace(settings.ATLAS_CHAT_MODEL, timeout_s=0.5)
     say(alice, "I collect vinyl records")
     chat.script = [Delay(3), Delay(3)]
 

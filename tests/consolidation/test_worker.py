@@ -23,7 +23,7 @@ from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent, Tenant, User
 from tenants.services.scoped_keys import scoped_key_provision
-from tests.api.conftest import user_token
+from tests.atlas_server.conftest import user_token
 from tests.celery_worker import celery_worker, unique_queue, worker_env
 from tests.conftest import login
 from tests.consolidation.conftest import say

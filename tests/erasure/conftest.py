@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.conftest import api, store  # noqa: F401 - the embedded store, the JSON caller
+from tests.atlas_server.conftest import api, store  # noqa: F401 - the embedded store, the JSON caller
 from tests.celery_worker import broker_url, worker_env
 from tests.memory.conftest import engine, people  # noqa: F401 - every backend, named people
 

@@ -8,7 +8,7 @@ from erasure.models import ForgetRequest
 from erasure.services import forget_request_approve, forget_request_execute
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent
-from tests.api.conftest import error_code, tenant_token, user_token
+from tests.atlas_server.conftest import error_code, tenant_token, user_token
 from tests.erasure.test_services import op
 
 pytestmark = pytest.mark.usefixtures("store")

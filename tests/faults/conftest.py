@@ -169,7 +169,7 @@ def stack_env(
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "CELERY_TASK_DEFAULT_QUEUE": "faults",
         "ATLAS_VAR_DIR": str(workdir / "var"),
-        "ATLAS_MODELS_DIR": str(settings.ATLAS_MODELS_DIR),
+        "ATLAS_MODELS_DIR": str(settings.ATLAS_EMBEDDING.models_dir),
         # Short budgets, so each fault costs the suite seconds.
         "ATLAS_ES_TIMEOUT_S": "2",
         "ATLAS_ES_READ_TIMEOUT_S": "1",

@@ -23,7 +23,7 @@ from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_intents_reconcile, memory_turn_record
 from tenants.models import AuditEvent, Tenant, User
-from tests.api.conftest import Api, error_code, user_token
+from tests.atlas_server.conftest import Api, error_code, user_token
 
 
 @pytest.fixture(params=["embedded", "es-filter"])
@@ -154,7 +154,7 @@ def test_a_claim_whose_process_died_is_taken_over_after_its_lease(
     """The first attempt wrote and audited, then its process died before the response was
     stored: the claim stays in progress for its lease only; then the retry looks at the store
     and answers with the document the first attempt made."""
-    import memory.api.base as base
+    import atlas_platform.views as base
 
     def die(**kwargs: Any) -> None:
         raise SystemExit("killed")  # the process ends here: nothing after it runs

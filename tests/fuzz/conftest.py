@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from memory.services import bookkeeping
-from tests.mcp.conftest import atlas_server, embedded_store  # noqa: F401 - shared fixtures
+from tests.atlas_platform.mcp.conftest import atlas_server, embedded_store  # noqa: F401 - shared fixtures
 
 FUZZ = settings(
     max_examples=40,

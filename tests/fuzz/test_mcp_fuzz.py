@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from atlas_server.asgi import application
 from tenants.models import Tenant, User
+from tests.atlas_platform.mcp.conftest import issue
 from tests.fuzz.conftest import FUZZ, JSON, TEXT
-from tests.mcp.conftest import issue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

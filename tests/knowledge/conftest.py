@@ -15,9 +15,9 @@ from agents.models import Project
 from agents.services.projects import project_register
 from knowledge.services.entities import Upserted, entity_upsert
 from tenants.models import User
-from tests.api.conftest import api, store  # noqa: F401 - the embedded backend, a JSON caller
+from tests.atlas_platform.mcp.conftest import atlas_server, embedded_store  # noqa: F401 - a live server
+from tests.atlas_server.conftest import api, store  # noqa: F401 - the embedded backend, a JSON caller
 from tests.consolidation.conftest import chat, chat_server  # noqa: F401 - the fake chat model
-from tests.mcp.conftest import atlas_server, embedded_store  # noqa: F401 - a live server
 from tests.memory.conftest import People, engine, people  # noqa: F401 - shared fixtures
 
 Note = Callable[..., Upserted]

@@ -1,6 +1,6 @@
 """The knowledge REST API: upsert (single, with Operation-Id, and in the operations batch),
 entity reads, graph queries, reconcile. (Refusals of another user's or tenant's user, project
-and object ids: the generated probes of every route, tests/api/test_refusals.py.)"""
+and object ids: the generated probes of every route, tests/atlas_server/test_refusals.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from agents.services.projects import project_register
 from knowledge.models import Entity, Revision
 from tenants.models import AuditEvent
 from tests.agents.conftest import bound_token, error_code, register, user_token
-from tests.api.conftest import Api
+from tests.atlas_server.conftest import Api
 from tests.knowledge.conftest import fm
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]

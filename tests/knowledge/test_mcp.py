@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tenants.models import Tenant, User
+from tests.atlas_platform.mcp.conftest import issue, mcp_session, payload, run
 from tests.knowledge.conftest import fm, project_of, writer
-from tests.mcp.conftest import issue, mcp_session, payload, run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 

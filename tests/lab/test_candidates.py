@@ -3,6 +3,7 @@ installed; without the lab the product still starts and names what is missing.""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -47,8 +48,9 @@ def test_an_unknown_embedder_name_lists_the_candidates_too():
 
 
 def test_a_missing_or_altered_model_jar_fails_at_load(settings, tmp_path):
-    settings.ATLAS_MODELS_DIR = str(tmp_path)
-    settings.ATLAS_EMBEDDER_MODEL_PATH = ""
+    settings.ATLAS_EMBEDDING = dataclasses.replace(
+        settings.ATLAS_EMBEDDING, models_dir=str(tmp_path), model_path=""
+    )
     with pytest.raises(ImproperlyConfigured, match="make models-maven"):
         load_embedder("e5-small-v2-int8")
 
@@ -56,7 +58,7 @@ def test_a_missing_or_altered_model_jar_fails_at_load(settings, tmp_path):
     with zipfile.ZipFile(forged, "w") as jar:
         jar.writestr("e5-small-v2-q.onnx", b"not the model")
         jar.writestr("e5-small-v2-q-tokenizer.json", b"{}")
-    settings.ATLAS_EMBEDDER_MODEL_PATH = str(forged)
+    settings.ATLAS_EMBEDDING = dataclasses.replace(settings.ATLAS_EMBEDDING, model_path=str(forged))
     with pytest.raises(ImproperlyConfigured, match="sha256"):
         load_embedder("e5-small-v2-int8")
 

@@ -1,6 +1,6 @@
 """The recall eval: corpus validation, metrics, overlap, and the command itself on the real
 cluster with the release gates (a CI-sized subset). The recall pieces it measures (time
-expressions, fusion weights) are tested in ``tests/memory/test_recall_method.py``."""
+expressions, fusion weights) are tested in ``tests/memory/services/test_recall_method.py``."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from tenants.models import Tenant, User
-from tests.mcp.conftest import issue
+from tests.atlas_platform.mcp.conftest import issue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,6 +3,7 @@ boundary (a loopback server speaking the embeddings API)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,7 +72,7 @@ def test_a_model_with_a_query_prefix_is_not_symmetric():
 def test_embeddings_run_on_one_thread_unless_configured(settings):
     """A server runs many embeddings at once: one thread each costs less CPU."""
     default = default_embedder()
-    settings.ATLAS_EMBEDDER_THREADS = 2
+    settings.ATLAS_EMBEDDING = dataclasses.replace(settings.ATLAS_EMBEDDING, threads=2)
     configured = load_embedder("local")
 
     assert isinstance(default, MiniLMOnnxEmbedder) and isinstance(configured, MiniLMOnnxEmbedder)
@@ -97,7 +98,9 @@ def test_int8_compute_gives_the_vectors_of_the_fp32_run(settings, tmp_path):
 def test_the_quantised_model_is_made_once_and_kept(settings, tmp_path, monkeypatch):
     from onnxruntime import quantization
 
-    settings.ATLAS_MODELS_DIR = str(tmp_path / "models")
+    settings.ATLAS_EMBEDDING = dataclasses.replace(
+        settings.ATLAS_EMBEDDING, models_dir=str(tmp_path / "models")
+    )
     made = load_embedder("local")
     kept = list((tmp_path / "models").glob("dq8-*.onnx"))
     assert len(kept) == 1
@@ -114,7 +117,9 @@ def test_a_read_only_models_dir_still_loads_the_default(settings, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
-    settings.ATLAS_MODELS_DIR = str(locked / "models")
+    settings.ATLAS_EMBEDDING = dataclasses.replace(
+        settings.ATLAS_EMBEDDING, models_dir=str(locked / "models")
+    )
     try:
         model = load_embedder("local")
         assert model.embed(["tea"]).shape == (1, 384)
@@ -140,7 +145,7 @@ class _Constant(Embedder):
 
 def test_a_registered_embedder_is_selectable_by_its_name(settings, monkeypatch):
     monkeypatch.setattr(embedding, "_REGISTERED", dict(embedding._REGISTERED))
-    settings.ATLAS_EMBEDDER_THREADS = 3
+    settings.ATLAS_EMBEDDING = dataclasses.replace(settings.ATLAS_EMBEDDING, threads=3)
     embedding.register_embedder("constant-two", _Constant)
 
     model = load_embedder("constant-two")

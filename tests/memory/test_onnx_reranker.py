@@ -9,6 +9,7 @@ passage only, length-sorted batching put back in order, the deadline, and the se
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -105,16 +106,19 @@ def test_concurrent_callers_each_get_their_own_scores(counter):
 
 
 def test_settings_select_it_and_missing_files_fail_at_load(counter, settings, tmp_path):
-    settings.ATLAS_RERANKER = "onnx"
-    settings.ATLAS_RERANKER_MODEL_PATH = str(counter)
+    settings.ATLAS_RERANKING = dataclasses.replace(
+        settings.ATLAS_RERANKING, kind="onnx", model_path=str(counter)
+    )
     default_reranker.cache_clear()
     try:
         reranker = default_reranker()
         assert isinstance(reranker, OnnxCrossEncoderReranker)
         # Its own thread count (two: a batch of long pairs inside a budget), not the embedder's.
-        assert settings.ATLAS_EMBEDDER_THREADS == 1
+        assert settings.ATLAS_EMBEDDING.threads == 1
         assert reranker.session.get_session_options().intra_op_num_threads == 2
-        settings.ATLAS_RERANKER_MODEL_PATH = str(tmp_path / "nowhere")
+        settings.ATLAS_RERANKING = dataclasses.replace(
+            settings.ATLAS_RERANKING, model_path=str(tmp_path / "nowhere")
+        )
         default_reranker.cache_clear()
         with pytest.raises(ImproperlyConfigured):
             default_reranker()

@@ -61,7 +61,7 @@ django.setup()
 from memory.public import memory_write
 
 assert memory_write.__module__ == "memory.services.writes"
-HOSTS = ("memory.mcp.server", "atlas_platform.mcp.app", "memory.api.base")
+HOSTS = ("memory.mcp.server", "atlas_platform.mcp.app", "memory.api.views")
 print(sorted(m for m in HOSTS if m in sys.modules))
 """
 

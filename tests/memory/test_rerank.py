@@ -64,8 +64,9 @@ class FakeRerankServer:
 @pytest.fixture
 def fake_reranker(settings) -> Iterator[FakeRerankServer]:
     server = FakeRerankServer()
-    settings.ATLAS_RERANKER = "http"
-    settings.ATLAS_RERANKER_URL = server.url
+    settings.ATLAS_RERANKING = dataclasses.replace(
+        settings.ATLAS_RERANKING, kind="http", url=server.url
+    )
     settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, rerank_budget_ms=300)
     default_reranker.cache_clear()
     yield server

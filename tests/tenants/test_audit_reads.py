@@ -14,7 +14,7 @@ from memory.services import bookkeeping
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent
 from tenants.services.audit import query_digest
-from tests.api.conftest import tenant_token, user_token
+from tests.atlas_server.conftest import tenant_token, user_token
 
 pytestmark = pytest.mark.django_db
 SECRET_QUERY = "where does Alice live now"

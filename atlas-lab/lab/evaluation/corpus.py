@@ -548,7 +548,7 @@ def load_run(
         users[persona.persona] = load_persona(persona, user, path)
         timings[f"load_{persona.persona}_s"] = round(time.perf_counter() - mark, 2)
     mark = time.perf_counter()
-    foreign_user = load_persona(foreign, other.users[0], path)
+    foreign_user = load_persona(foreign, other.users[0], path, role="foreign")
     timings["load_foreign_s"] = round(time.perf_counter() - mark, 2)
     catalog_ids: dict[str, str] = {}
     if catalog:
@@ -574,14 +574,28 @@ def load_run(
     )
 
 
-def load_persona(persona: Persona, user: Any, path: str = "sessions") -> LoadedUser:
+def load_persona(
+    persona: Persona, user: Any, path: str = "sessions", *, role: str = "user"
+) -> LoadedUser:
     """The persona's memories as ``user``'s, with the corpus's times (turns as ``path`` sends
     them: ``PATHS``).
+
+    Repeatable: every memory id derives from a seed that names the corpus, the persona, the
+    path and the ``role`` (``replayable``), never the run, so two runs store the same ids and
+    the product's ties (fusion breaks them on id) fall the same way; ids stay unique within a
+    run (the foreign tenant's copy has its own role).
 
     Episodes (as turns) go in first through ``memory_import``, then plain facts (citing them)
     and playbooks; every superseding fact goes through ``memory_write`` in time order, with its
     ``supersedes`` keys mapped to ids, so the service marks the older facts as it would live.
     """
+    from memory.public import replayable
+
+    with replayable(f"eval:{role}:{persona.corpus}:{persona.persona}:{path}"):
+        return _load_persona(persona, user, path)
+
+
+def _load_persona(persona: Persona, user: Any, path: str) -> LoadedUser:
     from memory.public import memory_import, memory_write
 
     loaded = LoadedUser(persona=persona.persona, user=user)

@@ -3,6 +3,7 @@ ages against the rotation policy; charts as inline SVG; scoped and read-only."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from atlas_platform.config import ChatModelSettings
 from memory.admin import dashboard as memory_dashboard
 from memory.models import OVERFLOW_MS, RecallStat
 from memory.selectors import histogram_percentile, recall_stats
@@ -138,6 +140,26 @@ def test_keys_past_their_renewal_are_flagged_against_the_settings_lifetime(
     assert "renewal overdue" in page  # the age chart's bucket
 
 
+def test_a_key_pending_invalidation_is_shown_in_words(es, acme, acme_client):
+    from tenants.services.scoped_keys import scoped_key_provision, scoped_key_rotate
+
+    acme.isolation_mode = "dls"
+    acme.save()
+    user = User.objects.create(tenant=acme, external_id="rotating")
+    scoped_key_provision(user=user)
+    scoped_key_rotate(user=user)
+    # The state a rotation leaves while the old key's invalidation has not gone through yet.
+    ScopedKey.objects.filter(user=user).exclude(status=ScopedKey.Status.ACTIVE).update(
+        status=ScopedKey.Status.PENDING_INVALIDATION
+    )
+
+    page = acme_client.get(board(acme)).content.decode()
+    table = page[page.index('id="key-ages"') :]
+
+    assert "pending invalidation" in table
+    assert "pendinginvalidation" not in page and "pending_invalidation" not in table
+
+
 def test_a_filter_tenant_is_not_told_its_users_need_keys(es, acme, alice, acme_client):
     page = acme_client.get(board(acme)).content.decode()
 
@@ -237,7 +259,7 @@ def test_open_forget_requests_have_a_panel(store, acme, alice, bob, acme_admin, 
 def test_consolidation_runs_and_tokens_have_a_panel(store, acme, alice, acme_client, settings):
     from consolidation.models import ConsolidationRun
 
-    settings.ATLAS_CONSOLIDATION_BASE_URL = ""
+    settings.ATLAS_CHAT_MODEL = ChatModelSettings()
     ConsolidationRun.objects.create(
         tenant=acme,
         user=alice,
@@ -333,11 +355,14 @@ def test_the_consolidation_panel_is_hidden_while_consolidation_is_off_and_idle(
 ):
     from consolidation.models import ConsolidationRun
 
-    settings.ATLAS_CONSOLIDATION_BASE_URL = ""  # no model: off
+    settings.ATLAS_CHAT_MODEL = dataclasses.replace(
+        settings.ATLAS_CHAT_MODEL, base_url=""
+    )  # no model: off
     assert 'id="panel-consolidation"' not in acme_client.get(board(acme)).content.decode()
 
-    settings.ATLAS_CONSOLIDATION_BASE_URL = "http://127.0.0.1:9/v1"
-    settings.ATLAS_CONSOLIDATION_MODEL = "some-model"
+    settings.ATLAS_CHAT_MODEL = dataclasses.replace(
+        settings.ATLAS_CHAT_MODEL, base_url="http://127.0.0.1:9/v1", model="some-model"
+    )
     assert 'id="panel-consolidation"' in acme_client.get(board(acme)).content.decode()
 
     acme.consolidation_every_n_episodes, acme.consolidation_daily = 0, False  # neither trigger

@@ -146,7 +146,7 @@ class Command(BaseCommand):
         rng = random.Random(options["seed"])  # noqa: S311 - synthetic data, not secrets
         report: dict[str, Any] = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
-            "reranker": settings.ATLAS_RERANKER,
+            "reranker": settings.ATLAS_RERANKING.kind,
             "runs": [],
         }
         for size in sizes:
@@ -218,7 +218,7 @@ class Command(BaseCommand):
             plain.append((time.perf_counter() - mark) * 1000)
             recall_cpu.append((time.process_time() - cpu) * 1000)
         per_second = len(queries) / (time.perf_counter() - mark_all)
-        if settings.ATLAS_RERANKER != "none":
+        if settings.ATLAS_RERANKING.kind != "none":
             for query in queries:
                 mark = time.perf_counter()
                 memory_recall(user=user, query=query, k=10)

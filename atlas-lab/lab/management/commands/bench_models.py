@@ -110,7 +110,7 @@ def package_mib(name: str) -> tuple[str, float | None]:
             versions.append(f"{part} {dist.version}")
         return f"{', '.join(versions)} (PyPI)", round(size / 2**20, 1)
     if kind == "jar":
-        path = Path(settings.ATLAS_MODELS_DIR) / ref
+        path = Path(settings.ATLAS_EMBEDDING.models_dir) / ref
         size_mib = round(path.stat().st_size / 2**20, 1) if path.exists() else None
         return f"{ref} (Maven Central)", size_mib
     return "", None
@@ -165,9 +165,9 @@ def measure_reranker(path: str, repeats: int) -> dict[str, Any]:
     before = rss_mib()
     reranker = OnnxCrossEncoderReranker(
         model_path=path,
-        max_tokens=settings.ATLAS_RERANKER_MAX_TOKENS,
-        batch_size=settings.ATLAS_RERANKER_BATCH,
-        threads=settings.ATLAS_EMBEDDER_THREADS,
+        max_tokens=settings.ATLAS_RERANKING.max_tokens,
+        batch_size=settings.ATLAS_RERANKING.batch,
+        threads=settings.ATLAS_EMBEDDING.threads,
     )
     passages = [RERANK_PASSAGE.format(n=n) for n in range(80)]
     reranker.scores(QUERY, passages, timeout_s=60)

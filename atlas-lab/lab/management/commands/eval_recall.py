@@ -175,6 +175,8 @@ class Command(BaseCommand):
             statistics_scope=options["statistics"],
             path=path,
         )
+        if settings.ATLAS_MEMORY_BACKEND == "elasticsearch":
+            _one_segment(settings.ATLAS_ES_INDEX_PREFIX)
         load_s = round(time.perf_counter() - started, 1)
         self._write(
             [f"loaded {len(personas)} persona(s) + foreign tenant in {load_s} s (path {path})"]
@@ -185,7 +187,7 @@ class Command(BaseCommand):
             personas,
             limit_questions=options["limit_questions"],
             ablations=options["ablation_list"],
-            reranker_configured=settings.ATLAS_RERANKER != "none",
+            reranker_configured=settings.ATLAS_RERANKING.kind != "none",
             split=None if options["split"] == "all" else options["split"],
             clock_offset_days=options["clock_offset_days"],
         )
@@ -193,7 +195,7 @@ class Command(BaseCommand):
         report["config"] = {
             "backend": settings.ATLAS_MEMORY_BACKEND,
             "embedder": _embedder_name(),
-            "reranker": settings.ATLAS_RERANKER,
+            "reranker": settings.ATLAS_RERANKING.kind,
             "lexical_weight": default.lexical_weight,
             "statistics_scope": options["statistics"],
             "isolation": (
@@ -324,6 +326,21 @@ def _embedder_name() -> str:
 
     model = embedder()
     return str(getattr(model, "name", type(model).__name__))
+
+
+def _one_segment(prefix: str) -> None:
+    """Merge the run's indices to one segment each before any question: what a search scores
+    then no longer depends on when the node refreshed and merged during the load (BM25 counts
+    the deleted copies a supersession leaves until a merge drops them; the dense leg searches
+    one graph per segment), so two runs answer alike."""
+    from atlas_platform.cluster import Cluster, ClusterConfig
+
+    config = ClusterConfig.from_settings()
+    if config is None:
+        return
+    client = Cluster(config).client
+    client.indices.refresh(index=f"{prefix}-*", allow_no_indices=True)
+    client.indices.forcemerge(index=f"{prefix}-*", max_num_segments=1, allow_no_indices=True)
 
 
 def _drop_indices(prefix: str) -> None:

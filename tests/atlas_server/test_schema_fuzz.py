@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.api.conftest import user_token
+from tests.atlas_server.conftest import user_token
 
 CHECKS = [
     not_a_server_error,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import error_code, tenant_token
+from tests.atlas_server.conftest import error_code, tenant_token
 
 pytestmark = pytest.mark.usefixtures("store")
 MISSING = "0" * 32
@@ -141,7 +141,7 @@ def test_past_the_rate_limit_it_is_a_429_with_retry_after(api, alice_token, sett
 
 def test_rate_limits_are_per_token(api, alice, settings):
     settings.ATLAS_RATE_WRITE = "1/min"
-    from tests.api.conftest import user_token
+    from tests.atlas_server.conftest import user_token
 
     first, second = user_token(alice), user_token(alice)
     body = {"text": "x", "memory_type": "semantic"}

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.services.writes import memory_write
-from tests.api.conftest import error_code, tenant_token, user_token
+from tests.atlas_server.conftest import error_code, tenant_token, user_token
 
 pytestmark = pytest.mark.usefixtures("store")
 

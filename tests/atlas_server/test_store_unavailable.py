@@ -7,7 +7,7 @@ import pytest
 
 from memory.engine.base import EngineError
 from memory.services.common import backend
-from tests.api.conftest import error_code
+from tests.atlas_server.conftest import error_code
 
 pytestmark = pytest.mark.usefixtures("store")
 RAW = "index [atlas-memories] refused {'text': 'Alice's locker code is 4711'}"

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from tenants.models import AuditEvent, PlatformToken, Tenant, User
 from tenants.services.tokens import token_revoke
-from tests.mcp.conftest import issue, mcp_session, payload, run
+from tests.atlas_platform.mcp.conftest import issue, mcp_session, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from memory.selectors import memory_page
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from tenants.models import AuditEvent, PlatformToken
-from tests.api.conftest import error_code, tenant_token
+from tests.atlas_server.conftest import error_code, tenant_token
 
 pytestmark = pytest.mark.usefixtures("store")
 FACT = {"text": "Alice's badge number is 4471", "memory_type": "semantic"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.services import bookkeeping
-from tests.api.conftest import error_code, tenant_token
+from tests.atlas_server.conftest import error_code, tenant_token
 
 pytestmark = pytest.mark.usefixtures("store")
 HIT_FIELDS = (

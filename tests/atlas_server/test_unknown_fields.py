@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memory.selectors import memory_page
-from tests.api.conftest import error_code, tenant_token
+from tests.atlas_server.conftest import error_code, tenant_token
 
 pytestmark = pytest.mark.usefixtures("store")
 

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import Project
 from agents.services.tasks import task_create
+from atlas_platform.config import ChatModelSettings
 from consolidation.services.triggers import consolidation_request
 from erasure.services import OperatorPrincipal, forget_request_open
 from knowledge.models import HandoffNarration
@@ -28,7 +29,7 @@ from tenants.scoping import scope_for
 from tenants.services.tokens import token_issue, token_revoke
 from tests.agents.conftest import register
 from tests.agents.test_purge import everything
-from tests.api.conftest import error_code, tenant_token, user_token
+from tests.atlas_server.conftest import error_code, tenant_token, user_token
 from tests.knowledge.test_erasure import graph
 
 pytestmark = pytest.mark.usefixtures("store")
@@ -59,6 +60,12 @@ SECTION_OF = {
     ("consolidation", "ConsolidationRun"): "consolidation_runs",
     ("consolidation", "ConsolidationState"): "consolidation_state",
     ("consolidation", "PlaybookSuggestion"): "playbook_suggestions",
+    ("memory", "SessionCursor"): "session_cursors",
+}
+# Models of those apps that hold nothing of one user's, with the reason.
+NOT_A_USERS = {
+    ("memory", "RecallStat"): "tenant-wide recall counts per day",
+    ("memory", "WriteIntent"): "a store write in flight (ids and state only)",
 }
 
 
@@ -113,8 +120,7 @@ def carol(acme: Tenant) -> User:
 def chat_model_named(settings: Any) -> None:
     """A chat model configured, so a consolidation can be requested (the run is only queued:
     the test's transaction never commits, so nothing publishes or calls it)."""
-    settings.ATLAS_CONSOLIDATION_BASE_URL = "http://127.0.0.1:9/v1"
-    settings.ATLAS_CONSOLIDATION_MODEL = "none"
+    settings.ATLAS_CHAT_MODEL = ChatModelSettings(base_url="http://127.0.0.1:9/v1", model="none")
 
 
 def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
@@ -145,6 +151,9 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
         "How do I feed the bees in winter?",
     }
     assert body["playbook_suggestions"][0]["session_id"] == "s1"
+    assert [(c["agent"], c["session_id"], c["inferred"]) for c in body["session_cursors"]] == [
+        ("", "s1", False)
+    ]
     assert [(r["scope"], r["status"]) for r in body["forget_requests"]] == [("query", "pending")]
     assert set(body["forget_requests"][0]) >= {"memory_ids", "progress", "receipt"}
     (erasure,) = body["erasure_requests"]  # an operator's request about her: its status only
@@ -168,8 +177,10 @@ def test_every_app_of_a_user_is_in_their_export_and_nobody_elses(
 
 def test_every_model_that_holds_user_data_has_a_section() -> None:
     names = {section.name for section in exports.export_sections()}
-    for app in ("agents", "knowledge", "erasure", "consolidation"):
+    for app in ("memory", "agents", "knowledge", "erasure", "consolidation"):
         for model in apps.get_app_config(app).get_models():
+            if (app, model.__name__) in NOT_A_USERS:
+                continue
             section = SECTION_OF.get((app, model.__name__))
             assert section in names, f"{app}.{model.__name__} has no export section"
     for model_name in ("PlatformToken", "ScopedKey"):  # tenants' rows of one user

@@ -17,7 +17,7 @@ from atlas_platform.cluster import Cluster, ClusterConfig
 from memory.checks import check_index_prefix
 from memory.services.startup import deployment_conflict, refuse_foreign_indices
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OTHER = "other-deployment-7f3a"
 
 

@@ -9,7 +9,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tenants.models import AuditEvent, Tenant, User
-from tests.mcp.conftest import issue, mcp_session, run
+from tests.atlas_platform.mcp.conftest import issue, mcp_session, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

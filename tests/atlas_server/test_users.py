@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tenants.models import AuditEvent, ScopedKey, Tenant, User
-from tests.api.conftest import error_code, tenant_token, user_token
+from tests.atlas_server.conftest import error_code, tenant_token, user_token
 
 pytestmark = pytest.mark.usefixtures("store")
 

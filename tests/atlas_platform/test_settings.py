@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def boot(tmp_path: Path, code: str = "", **env: str) -> subprocess.CompletedProcess[str]:
@@ -174,6 +174,63 @@ def test_recall_settings_are_one_typed_group_checked_at_start_up(tmp_path):
     assert set_.stdout.split() == ["RecallSettings", "80", "0.25"], set_.stderr
     assert bad.returncode != 0
     assert "ATLAS_RECALL_SESSION_SPREAD must be from 0 to 1, not 2.0" in bad.stderr
+
+
+MODELS = (
+    "import django; django.setup(); from django.conf import settings; "
+    "e, r = settings.ATLAS_EMBEDDING, settings.ATLAS_RERANKING; "
+    "c = settings.ATLAS_CHAT_MODEL; "
+    "print(type(e).__name__, e.kind, e.threads, e.dims, type(r).__name__, r.kind, r.threads, "
+    "type(c).__name__, c.model or '-', c.timeout_s)"
+)
+
+
+def test_model_settings_are_typed_groups_read_from_the_same_variables(tmp_path):
+    default = boot(tmp_path, code=MODELS)
+    set_ = boot(
+        tmp_path,
+        code=MODELS,
+        ATLAS_EMBEDDER="openai",
+        ATLAS_EMBEDDER_URL="http://127.0.0.1:9/v1",
+        ATLAS_EMBEDDER_MODEL="m",
+        ATLAS_EMBEDDER_DIMS="768",
+        ATLAS_EMBEDDER_THREADS="2",
+        ATLAS_RERANKER="onnx",
+        ATLAS_RERANKER_MODEL_PATH="/models/ce.onnx",
+        ATLAS_RERANKER_THREADS="4",
+        ATLAS_CONSOLIDATION_MODEL="small",
+        ATLAS_CONSOLIDATION_TIMEOUT_S="30",
+    )
+
+    assert default.stdout.split() == [
+        "EmbedderSettings", "local", "1", "384", "RerankerSettings", "none", "2",
+        "ChatModelSettings", "-", "60.0",
+    ], default.stderr  # fmt: skip
+    assert set_.stdout.split() == [
+        "EmbedderSettings", "openai", "2", "768", "RerankerSettings", "onnx", "4",
+        "ChatModelSettings", "small", "30.0",
+    ], set_.stderr  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ATLAS_EMBEDDER_THREADS": "0"}, "ATLAS_EMBEDDER_THREADS must be from 1 to 64, not 0"),
+        ({"ATLAS_EMBEDDER": "openai"}, "ATLAS_EMBEDDER=openai needs ATLAS_EMBEDDER_URL"),
+        ({"ATLAS_RERANKER": "cohere"}, "ATLAS_RERANKER must be none, http, es-inference or onnx"),
+        ({"ATLAS_RERANKER": "http"}, "ATLAS_RERANKER=http needs ATLAS_RERANKER_URL"),
+        ({"ATLAS_RERANKER_BATCH": "0"}, "ATLAS_RERANKER_BATCH must be from 1 to 1024, not 0"),
+        (
+            {"ATLAS_CONSOLIDATION_JSON_ATTEMPTS": "0"},
+            "ATLAS_CONSOLIDATION_JSON_ATTEMPTS must be from 1 to 10, not 0",
+        ),
+    ],
+)
+def test_a_bad_model_setting_stops_start_up_naming_the_variable(tmp_path, env, message):
+    refused = boot(tmp_path, code=MODELS, **env)
+
+    assert refused.returncode != 0
+    assert message in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tenants.models import AuditEvent, PlatformToken, ScopedKey, Tenant, User
-from tests.mcp.conftest import issue, mcp_session, payload, run, serving
+from tests.atlas_platform.mcp.conftest import issue, mcp_session, payload, run, serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

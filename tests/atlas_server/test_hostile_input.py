@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from memory.selectors import memory_page
 from tenants.models import AuditEvent
-from tests.api.conftest import error_code, tenant_token
+from tests.atlas_server.conftest import error_code, tenant_token
 
 DEEP = 5000
 

@@ -9,7 +9,13 @@ import pytest
 
 from atlas_platform.mcp.app import mcp_route
 from tenants.models import AuditEvent, Tenant, User
-from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pairs, run
+from tests.atlas_platform.mcp.conftest import (
+    issue,
+    mcp_session,
+    payload,
+    recalls_meet_in_pairs,
+    run,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

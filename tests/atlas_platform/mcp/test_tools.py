@@ -11,7 +11,13 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tenants.models import AuditEvent, PlatformToken, Tenant, User
-from tests.mcp.conftest import issue, mcp_session, payload, recalls_meet_in_pairs, run
+from tests.atlas_platform.mcp.conftest import (
+    issue,
+    mcp_session,
+    payload,
+    recalls_meet_in_pairs,
+    run,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

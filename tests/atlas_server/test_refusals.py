@@ -44,8 +44,8 @@ from memory.services.catalog import catalog_import, catalog_public_id
 from memory.services.writes import memory_write
 from tenants.models import PlatformToken, Tenant, User
 from tenants.services.tokens import token_issue, token_revoke
-from tests.api.conftest import Api, error_code, tenant_token, user_token
-from tests.mcp.conftest import mcp_session, payload, run
+from tests.atlas_platform.mcp.conftest import mcp_session, payload, run
+from tests.atlas_server.conftest import Api, error_code, tenant_token, user_token
 
 MCP_PATHS = ("/mcp/", "/api/atlas/mcp/")
 
@@ -187,7 +187,7 @@ ID_LIKE = re.compile(r"(^|_)(id|key|user|project|slug|plan)$|_id$|^supersedes$")
 
 def declare(what: str) -> str:
     return (
-        f"{what}\nDeclare it in tests/api/test_refusals.py: IDS (+ MAKERS) if it names an "
+        f"{what}\nDeclare it in tests/atlas_server/test_refusals.py: IDS (+ MAKERS) if it names an "
         "object a caller may not reach, NOT_IDS if it names the caller's own new thing or a "
         "value, REQUESTS / TOOL_CALLS for a valid request."
     )

@@ -12,7 +12,7 @@ import pytest
 
 from memory.services.writes import memory_write
 from tenants.models import Tenant, User
-from tests.mcp.conftest import issue, mcp_session, payload, run
+from tests.atlas_platform.mcp.conftest import issue, mcp_session, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -11,7 +11,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from tests.api.conftest import user_token
+from tests.atlas_server.conftest import user_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ from django.test import Client
 from memory.services import bookkeeping
 from tenants.models import Tenant, User
 from tenants.services.tokens import token_issue
-from tests.mcp.conftest import atlas_server, embedded_store  # noqa: F401 - the served app, live
+from tests.atlas_platform.mcp.conftest import atlas_server, embedded_store  # noqa: F401 - the served app, live
 from tests.memory.conftest import engine, people  # noqa: F401 - shared fixtures
 
 
