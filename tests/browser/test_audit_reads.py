@@ -19,7 +19,7 @@ import pytest
 
 from memory.services.writes import memory_write
 from tenants.models import AuditEvent
-from tests.api.conftest import tenant_token
+from tests.atlas_server.conftest import tenant_token
 from tests.browser.test_first_hour import themed
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -45,12 +45,12 @@ NOTES = [
 
 
 def test_a_run_of_upserts_is_one_embedding_call_and_one_store_write(people, monkeypatch):
-    from memory.services import documents
+    from memory.services import common, documents
 
     project = project_of(people.alice)
     embeds: list[int] = []
     writes: list[int] = []
-    real_embedder, real_write = documents.embedder, type(backend()).write
+    real_embedder, real_write = common.embedder, type(backend()).write
 
     class Counted:
         def __init__(self) -> None:

@@ -129,7 +129,7 @@ def test_a_change_of_statistics_scope_moves_archived_facts_to_the_users_archive(
     new = memory_write(
         user=alice, text="alice prefers green tea", memory_type="semantic", supersedes=[old.id]
     )
-    ids = {"tenant_id": acme.memory_id, "user_id": alice.memory_id}
+    ids: dict[str, str] = {"tenant_id": acme.memory_id, "user_id": alice.memory_id}
     memory_archive_superseded(**ids, before=datetime.now(UTC) + timedelta(seconds=1))
     writer = Cluster(cluster).client
     tenant_archive = cluster.archive_index(cluster.tenant_index(acme.memory_id))
@@ -143,5 +143,5 @@ def test_a_change_of_statistics_scope_moves_archived_facts_to_the_users_archive(
     assert writer.count(index=user_archive)["count"] == 1
     assert writer.count(index=tenant_archive)["count"] == 0
     alice = User.objects.get(pk=alice.pk)
-    assert memory_archived_count(**ids) == 1
+    assert memory_archived_count(tenant_id=ids["tenant_id"], user_id=ids["user_id"]) == 1
     assert [d.id for d in memory_history(user=alice, memory_id=new.id)] == [old.id, new.id]
