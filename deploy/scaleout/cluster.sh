@@ -87,13 +87,20 @@ start_node() {
   log "node so-$i started (pid $(<"$(pidfile "$i")"), http :$(http_port "$i"))"
 }
 
+# A busy machine can keep a fresh cluster from answering for a while: retried, 60 s each.
 admin_curl() {
-  curl -fsS -m 10 -u "elastic:$(<"$PASSWORD_FILE")" -H 'Content-Type: application/json' "$@"
+  local i
+  for ((i = 0; i < 5; i++)); do
+    curl -fsS -m 60 -u "elastic:$(<"$PASSWORD_FILE")" -H 'Content-Type: application/json' "$@" &&
+      return 0
+    sleep 3
+  done
+  return 1
 }
 
 wait_nodes() {
   local n=$1 deadline=$((SECONDS + SCALEOUT_WAIT_SECONDS)) out
-  until out=$(admin_curl "http://127.0.0.1:$(http_port 1)/_cluster/health?wait_for_nodes=$n&wait_for_status=yellow&timeout=5s" 2>/dev/null) &&
+  until out=$(curl -fsS -m 30 -u "elastic:$(<"$PASSWORD_FILE")" "http://127.0.0.1:$(http_port 1)/_cluster/health?wait_for_nodes=$n&wait_for_status=yellow&timeout=5s" 2>/dev/null) &&
         [[ $out == *'"timed_out":false'* ]]; do
     ((SECONDS < deadline)) || { tail -n 40 "$(node_dir 1)/logs/atlas-scaleout.log" >&2 || true; die "cluster of $n not formed in ${SCALEOUT_WAIT_SECONDS}s"; }
     sleep 2
@@ -106,9 +113,11 @@ platform_user() {
   local role user es="http://127.0.0.1:$(http_port 1)"
   (umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PLATFORM_PASSWORD_FILE")
   role=$(sed 's/__PREFIX__/atlas/g' "$SCRIPT_DIR/../elasticsearch/platform-role.json")
-  admin_curl -X PUT "$es/_security/role/atlas_platform" -d "$role" >/dev/null
+  admin_curl -X PUT "$es/_security/role/atlas_platform" -d "$role" >/dev/null ||
+    die "could not put the platform role"
   user=$(printf '{"password":"%s","roles":["atlas_platform"]}' "$(<"$PLATFORM_PASSWORD_FILE")")
-  admin_curl -X PUT "$es/_security/user/atlas_platform" -d "$user" >/dev/null
+  admin_curl -X PUT "$es/_security/user/atlas_platform" -d "$user" >/dev/null ||
+    die "could not put the platform user"
 }
 
 # parallel FN [ARGS...]: FN I ARGS... for every node I at once; fails if any failed.

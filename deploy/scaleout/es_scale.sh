@@ -17,7 +17,9 @@ source .services/env
 set +a
 SCALE_DB=${SCALE_DB:-atlas_es_scale}
 pg_base=${DATABASE_URL%/*}
-export SCALEOUT_HEAP=${SCALEOUT_HEAP:-1g}
+# A directory and ports of its own: it may run beside the scale-out run's cluster.
+export SCALEOUT_HEAP=${SCALEOUT_HEAP:-1g} SCALEOUT_DIR=${SCALEOUT_DIR:-/var/tmp/atlas-es-scale}
+export SCALEOUT_HTTP_BASE=${SCALEOUT_HTTP_BASE:-29220} SCALEOUT_TRANSPORT_BASE=${SCALEOUT_TRANSPORT_BASE:-29320}
 
 trap 'bash "$CLUSTER" down || true' EXIT INT TERM
 mkdir -p var

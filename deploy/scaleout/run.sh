@@ -42,6 +42,9 @@ export REDIS_URL="$ATLAS_CACHE_URL"
 export ATLAS_ES_REPLICAS=1 ATLAS_MEMORY_BACKEND=elasticsearch
 export ATLAS_VAR_DIR="$REPO_ROOT/var/scaleout/var"
 export ATLAS_RATE_WRITE=100000/min ATLAS_RATE_RECALL=100000/min ATLAS_RATE_READ=100000/min
+# Longer cluster budgets than the defaults (5 s reads, 10 s writes): on the shared 2-core machine
+# at a load average of 30, recalls timed out before any node was killed.
+export ATLAS_ES_READ_TIMEOUT_S=${ATLAS_ES_READ_TIMEOUT_S:-15} ATLAS_ES_TIMEOUT_S=${ATLAS_ES_TIMEOUT_S:-30}
 export DJANGO_SETTINGS_MODULE=atlas_platform.settings
 export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 rm -rf var/scaleout

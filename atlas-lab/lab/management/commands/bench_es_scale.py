@@ -7,7 +7,8 @@ One user's store grows to each size in turn (loaded once, added to, never reload
 size ``--recalls`` recalls run through ``memory_recall`` (hybrid, no reranker: the query
 embedded by the real embedder, the lexical and dense legs on the cluster); then ``--tenants``
 tenants of one user each, ``--per-tenant`` memories apiece, and as many recalls spread over
-them. Per point: recall p50 / p95 (wall), this process's CPU per recall and the cluster's (the
+them (the tenants run first, then the one user's sizes). Per point: recall p50 / p95 (wall),
+this process's CPU per recall and the cluster's (the
 nodes' ``process.cpu.total_in_millis`` over the recalls, divided by their number), with the
 load average.
 
@@ -23,6 +24,7 @@ shared test node: the documents are not removed afterwards.
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import time
@@ -59,30 +61,23 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from django.conf import settings
 
-        from atlas_platform.cluster import get_cluster
+        from atlas_platform.cluster import Cluster, ClusterConfig
 
-        cluster = get_cluster()
-        if cluster is None or settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
+        if not settings.ATLAS_ES_URL or settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
             raise CommandError("Needs the elasticsearch backend (ATLAS_ES_URL of its own cluster).")
-        self.client = cluster.client.options(request_timeout=300)
+        admin = (
+            os.environ.get("ATLAS_ES_ADMIN_USERNAME"),
+            os.environ.get("ATLAS_ES_ADMIN_PASSWORD"),
+        )
+        if not all(admin):
+            raise CommandError("Needs ATLAS_ES_ADMIN_USERNAME / _PASSWORD (index settings, loads).")
+        # The administrator loads (refresh off while loading: the platform role may not).
+        config = ClusterConfig(url=settings.ATLAS_ES_URL, username=admin[0], password=admin[1])
+        self.client = Cluster(config).client.options(request_timeout=300)
         self.rng = random.Random(options["seed"])  # noqa: S311 - synthetic data
         self.np_rng = np.random.default_rng(options["seed"])
         self.loaders = options["loaders"]
         report: Json = {"synthetic_vectors": True, "one_user": [], "tenants": None}
-        sizes = [int(s) for s in options["sizes"].split(",") if s.strip()]
-        if sizes:
-            user, seed = self._user("esscale")
-            have = 1
-            for size in sizes:
-                started = time.perf_counter()
-                self._load(seed, size - have)
-                have = size
-                point = {"memories": size, "load_s": round(time.perf_counter() - started, 1)}
-                point |= self._settle(seed["_index"])
-                point |= self._recalls([user], options["recalls"])
-                report["one_user"].append(point)
-                self._print(f"one user, {size} memories", point)
-                self._save(report, options["json_path"])
         if options["tenants"]:
             started = time.perf_counter()
             users, indices = [], []
@@ -101,6 +96,21 @@ class Command(BaseCommand):
             point |= self._recalls(users, options["recalls"])
             report["tenants"] = point
             self._print(f"{options['tenants']} tenants x {options['per_tenant']}", point)
+            self._save(report, options["json_path"])
+        sizes = [int(s) for s in options["sizes"].split(",") if s.strip()]
+        if sizes:
+            user, seed = self._user("esscale")
+            have = 1
+            for size in sizes:
+                started = time.perf_counter()
+                self._load(seed, size - have)
+                have = size
+                point = {"memories": size, "load_s": round(time.perf_counter() - started, 1)}
+                point |= self._settle(seed["_index"])
+                point |= self._recalls([user], options["recalls"])
+                report["one_user"].append(point)
+                self._print(f"one user, {size} memories", point)
+                self._save(report, options["json_path"])
         self._save(report, options["json_path"])
 
     # ----------------------------------------------------------------------- load --
