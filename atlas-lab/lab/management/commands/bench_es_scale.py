@@ -66,8 +66,8 @@ class Command(BaseCommand):
         if not settings.ATLAS_ES_URL or settings.ATLAS_MEMORY_BACKEND != "elasticsearch":
             raise CommandError("Needs the elasticsearch backend (ATLAS_ES_URL of its own cluster).")
         admin = (
-            os.environ.get("ATLAS_ES_ADMIN_USERNAME"),
-            os.environ.get("ATLAS_ES_ADMIN_PASSWORD"),
+            os.environ.get("ATLAS_ES_ADMIN_USERNAME", ""),
+            os.environ.get("ATLAS_ES_ADMIN_PASSWORD", ""),
         )
         if not all(admin):
             raise CommandError("Needs ATLAS_ES_ADMIN_USERNAME / _PASSWORD (index settings, loads).")
@@ -105,7 +105,11 @@ class Command(BaseCommand):
                 started = time.perf_counter()
                 self._load(seed, size - have)
                 have = size
-                point = {"memories": size, "load_s": round(time.perf_counter() - started, 1)}
+                point = {
+                    "memories": size,
+                    "index": seed["_index"],
+                    "load_s": round(time.perf_counter() - started, 1),
+                }
                 point |= self._settle(seed["_index"])
                 point |= self._recalls([user], options["recalls"])
                 report["one_user"].append(point)
