@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # test's time is spent waiting on Elasticsearch, PostgreSQL, Chromium or a subprocess).
 TEST_WORKERS ?= 2
 
-.PHONY: help install install-dev run worker beat services services-down browser test lint format ci bench bench-models models-maven models-mpnet eval clean
+.PHONY: help install install-dev run worker beat services services-down browser test lint format ci bench bench-models scaleout bench-es-scale models-maven models-mpnet eval clean
 
 help:
 	@echo "make run            serve Atlas (uvicorn, ASGI: admin + MCP) on the embedded default"
@@ -28,6 +28,8 @@ help:
 	@echo "make eval           the lab: recall quality eval on Elasticsearch (var/eval.json, var/eval.png)"
 	@echo "make bench          the lab: write/recall latency per backend (var/bench-*.json)"
 	@echo "make bench-models   the lab: speed and size of the installed model candidates"
+	@echo "make scaleout       3-node ES cluster, gunicorn + 2 Celery workers, a node killed mid-load"
+	@echo "make bench-es-scale the lab: ES recall p50 and cluster CPU per recall, 10k..1M memories"
 
 # `make run` needs the runtime only (never the lab); `make test` / `lint` add the dev extra and
 # the lab (atlas-lab/, a distribution of its own).
@@ -120,6 +122,16 @@ eval: install-dev services
 	mkdir -p var
 	set -a && source $(SERVICES_ENV) && set +a && $(PY) manage.py migrate --noinput -v0 && \
 	  $(LAB) $(PY) manage.py eval_recall --backend elasticsearch --json var/eval.json --plot var/eval.png
+
+# Scale-out (deploy/scaleout/README.md): clusters of their own on loopback (never the shared
+# node), started and stopped by the scripts; SCALEOUT_ARGS / ES_SCALE_ARGS go to their drivers.
+scaleout: install-dev services
+	mkdir -p var
+	bash deploy/scaleout/run.sh $(SCALEOUT_ARGS)
+
+bench-es-scale: install-dev services
+	mkdir -p var
+	bash deploy/scaleout/es_scale.sh $(ES_SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

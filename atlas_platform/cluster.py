@@ -60,6 +60,13 @@ class ClusterConfig:
     timeout_s: float = 10.0
     index_prefix: str = "atlas"
     read_timeout_s: float = 5.0
+    replicas: int = 0
+
+    @property
+    def hosts(self) -> list[str]:
+        """The node URLs ``url`` lists (comma-separated): the client spreads calls over them and
+        leaves a node that fails out for a while, so one node down is not the whole cluster."""
+        return [part.strip() for part in self.url.split(",") if part.strip()]
 
     @classmethod
     def from_settings(cls) -> ClusterConfig | None:
@@ -73,6 +80,7 @@ class ClusterConfig:
             timeout_s=settings.ATLAS_ES_TIMEOUT_S,
             index_prefix=settings.ATLAS_ES_INDEX_PREFIX,
             read_timeout_s=min(settings.ATLAS_ES_READ_TIMEOUT_S, settings.ATLAS_ES_TIMEOUT_S),
+            replicas=settings.ATLAS_ES_REPLICAS,
         )
 
     @property
@@ -257,10 +265,17 @@ class BoundedElasticsearch(Elasticsearch):
 def cluster_client(config: ClusterConfig, **auth: Any) -> Elasticsearch:
     """The one way Atlas builds an Elasticsearch client (``request_timeout``: the write
     budget; reads ask for ``read_timeout_s`` per call, ``read_options``)."""
+    hosts = config.hosts
     return BoundedElasticsearch(
-        config.url,
+        hosts,
         request_timeout=config.timeout_s,
-        max_retries=0,
+        # With several nodes, a call whose node refused or dropped the connection goes to the
+        # next one (a node lost is not an error); never on a timeout or an error status, where
+        # the cluster may be doing the work. A call repeated after a dropped connection is
+        # safe: writes are create-only or conditional (a second create finds the first: 409).
+        max_retries=len(hosts) - 1,
+        retry_on_timeout=False,
+        retry_on_status=(),
         # orjson: several times faster than the standard library, on recall's responses
         # and on the query vectors it sends (msearch bodies are NDJSON).
         serializers={

@@ -188,13 +188,17 @@ REST_FRAMEWORK = {
 }
 
 # --- Atlas -----------------------------------------------------------------------------------
-# The search cluster. Empty URL = no cluster: the platform runs on the embedded backend.
+# The search cluster. Empty URL = no cluster: the platform runs on the embedded backend. Several
+# nodes' URLs, comma-separated, spread the calls over them (one node down is not an outage).
 ATLAS_ES_URL = env.str("ATLAS_ES_URL", default="")
 ATLAS_ES_USERNAME = env.str("ATLAS_ES_USERNAME", default="")
 ATLAS_ES_PASSWORD = env.str("ATLAS_ES_PASSWORD", default="")
 ATLAS_ES_API_KEY = env.str("ATLAS_ES_API_KEY", default="")
 ATLAS_ES_INDEX_PREFIX = env.str("ATLAS_ES_INDEX_PREFIX", default="atlas")
 ATLAS_ES_TIMEOUT_S = env.float("ATLAS_ES_TIMEOUT_S", default=10.0)
+# Replicas of each memory index made from now on (the index template's number_of_replicas): 0
+# suits one node; a cluster of several nodes wants 1 or more, so a node lost loses no data.
+ATLAS_ES_REPLICAS = env.int("ATLAS_ES_REPLICAS", default=0)
 # Cluster waits per operation: reads (recall, gets) give up sooner than writes; at most
 # ATLAS_ES_MAX_IN_FLIGHT cluster calls per process at once (fewer than the request threads, so
 # a frozen cluster cannot take every thread), a call finding none free within

@@ -8,6 +8,8 @@ worker can answer any request: no sticky sessions needed. See deploy/README.md.
 """
 
 import os
+from pathlib import Path
+from typing import Any
 
 wsgi_app = "atlas_server.asgi:application"
 worker_class = "uvicorn_worker.UvicornWorker"  # the maintained successor of uvicorn.workers
@@ -34,3 +36,22 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 accesslog = "-"
 errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+
+
+# Prometheus metrics across workers (atlas_platform/metrics.py): with PROMETHEUS_MULTIPROC_DIR
+# set, each worker keeps its values in files there and a scrape of any worker sums them all.
+# The directory is emptied when the arbiter starts (values of an earlier run would be summed
+# in); a worker that exits is marked dead, so gauges it kept leave the sum (its counters stay).
+def on_starting(server: Any) -> None:
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]

@@ -35,6 +35,8 @@ def ensure_ready(conn: Connection, *, dims: int) -> None:
     prefix = conn.config.index_prefix
     check_deployment(conn)
     component = load_template("memory-component.json", prefix, dims, conn.deployment)
+    # Indices made from now on; an existing index keeps its count (PUT <index>/_settings).
+    component["template"]["settings"]["index"]["number_of_replicas"] = conn.config.replicas
     template = load_template("memory-index.json", prefix, dims, conn.deployment)
     w = conn.writer
     call(

@@ -200,3 +200,22 @@ def test_ensure_ready_adds_the_project_field_and_fills_it_from_metadata(keys, te
         assert lexical(project="p1", include_unscoped=True) == {note.id, plain.id}
     finally:
         client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def test_ensure_ready_gives_new_indices_the_configured_replicas(keys, tenant):
+    """``ATLAS_ES_REPLICAS`` (``ClusterConfig.replicas``) is the template's replica count: an
+    index made after ``ensure_ready`` carries it (a cluster of several nodes keeps a copy)."""
+    client = Cluster(keys.config).client
+    made = []
+    for replicas in (0, 2):
+        prefix = f"{keys.config.index_prefix}-rep{replicas}"
+        config = dataclasses.replace(keys.config, index_prefix=prefix, replicas=replicas)
+        backend = ElasticsearchBackend(config=config, dims=DIMS)
+        backend.ensure_ready()
+        index = backend.index_for(tenant, None)
+        made.append(index)
+        client.indices.create(index=index)  # from the template, as a first write makes it
+        settings = client.indices.get_settings(index=index).body[index]["settings"]["index"]
+        assert settings["number_of_replicas"] == str(replicas)
+    for index in made:
+        client.indices.delete(index=index, ignore_unavailable=True)
