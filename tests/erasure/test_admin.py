@@ -118,6 +118,10 @@ def test_an_admin_approves_and_the_job_is_queued(
     assert page.index('id="forget-request-decisions"') < page.index("Requested by:")
     assert "Requested by:" in page and "Requested by label" not in page
     assert confirm.status_code == 200 and "Yes, erase these 0" in confirm.content.decode()
+    crumbs = re.search(r'<div class="breadcrumbs">(.*?)</div>', confirm.content.decode(), re.S)
+    assert crumbs and re.findall(r">([^<>]+)</a>", crumbs[1]) == [
+        "Home", "Erasure", "Forget requests", f"Request {pending.pk}"
+    ]  # fmt: skip
     assert response.status_code == 302 and len(queued) == 1
     pending.refresh_from_db()
     assert pending.status == "approved" and pending.approver_label == "acme-admin"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -85,6 +86,10 @@ def test_the_request_id_links_related_events(trail, acme_client):
     assert 'href="?request_id=req-onboard-1"' in page
     assert {e.action for e in related.context["cl"].result_list} == {"user.create", "token.issue"}
     assert "Events of request" in related.content.decode()
+    crumbs = re.search(r'<div class="breadcrumbs">(.*?)</div>', page, re.S)
+    assert crumbs and " ".join(re.sub(r"<[^>]+>|&rsaquo;", " ", crumbs[1]).split()) == (
+        "Home Audit Audit events"
+    )  # the sidebar's section, not the app's label ("Tenants")
 
 
 def test_filters_by_tenant_actor_action_user_and_time(trail, platform_client, alice):
