@@ -33,8 +33,7 @@ from lab.management.commands.bench import (
     percentiles,
     synthetic_text,
 )
-from lab.management.commands.eval_recall import SWITCHED_SETTINGS
-from lab.management.commands.eval_recall import Command as EvalCommand
+from lab.management.commands.eval_recall import private_run
 
 WARM_UP = 20
 CHAIN = 10  # superseded facts per newer fact
@@ -55,16 +54,8 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=11)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
-        runner = EvalCommand()
-        runner.stdout, runner.stderr = self.stdout, self.stderr
-        try:
-            runner._use_backend(options["backend"])
-            with runner._private_store(keep=False):
-                report = self._run(options)
-        finally:
-            for name, value in saved.items():
-                setattr(settings, name, value)
+        with private_run(self, options["backend"]):
+            report = self._run(options)
         self.stdout.write(json.dumps(report, indent=1))
 
     def _run(self, options: dict[str, Any]) -> dict[str, Any]:

@@ -27,8 +27,7 @@ from django.core.management.base import BaseCommand
 
 from lab.management.commands.bench import Command as Bench
 from lab.management.commands.bench import bench_user, percentiles, synthetic_text
-from lab.management.commands.eval_recall import SWITCHED_SETTINGS
-from lab.management.commands.eval_recall import Command as EvalCommand
+from lab.management.commands.eval_recall import private_run
 
 WARM_UP = 20
 
@@ -54,16 +53,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
-        runner = EvalCommand()
-        runner.stdout, runner.stderr = self.stdout, self.stderr
-        try:
-            runner._use_backend(options["backend"])
-            with runner._private_store(keep=False):
-                report = self._run(options)
-        finally:
-            for name, value in saved.items():
-                setattr(settings, name, value)
+        with private_run(self, options["backend"]):
+            report = self._run(options)
         self.stdout.write(json.dumps(report, indent=1))
 
     def _run(self, options: dict[str, Any]) -> dict[str, Any]:

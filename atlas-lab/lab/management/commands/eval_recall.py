@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,16 @@ from memory.public import DEFAULT_PLAN, resolve_plan
 
 EXIT_LEAKS, EXIT_R10, EXIT_R5 = 2, 3, 4
 SWITCHED_SETTINGS = ("ATLAS_MEMORY_BACKEND", "ATLAS_ES_INDEX_PREFIX", "ATLAS_EMBEDDED_PATH")
+
+
+@contextlib.contextmanager
+def private_run(command: BaseCommand, backend: str | None) -> Iterator[Command]:
+    """For another lab command: ``with private_run(self, backend) as runner:`` runs its body
+    on ``backend`` in a store of its own, removed afterwards (``runner.suffix`` names it)."""
+    runner = Command()
+    runner.stdout, runner.stderr = command.stdout, command.stderr
+    with runner.on_private_store(backend):
+        yield runner
 
 
 class Command(BaseCommand):
@@ -120,16 +131,10 @@ class Command(BaseCommand):
         paths = list(dict.fromkeys(p.strip() for p in options["paths"].split(",") if p.strip()))
         if not paths or set(paths) - set(PATHS):
             raise CommandError(f"--paths takes {', '.join(PATHS)} (comma-separated).")
-        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
-        try:
-            self._use_backend(options["backend"])
-            with self._private_store(keep=options["keep"]) as store_note:
-                reports = {p: self._evaluate(personas, catalog, options, p) for p in paths}
-                for each in reports.values():
-                    each["config"]["store"] = store_note
-        finally:  # the process (a test, a shell) keeps its own configuration
-            for name, value in saved.items():
-                setattr(settings, name, value)
+        with self.on_private_store(options["backend"], keep=options["keep"]) as store_note:
+            reports = {p: self._evaluate(personas, catalog, options, p) for p in paths}
+            for each in reports.values():
+                each["config"]["store"] = store_note
         report = reports[paths[0]]
         report["overlap"] = overlap
         for path, each in reports.items():
@@ -230,6 +235,20 @@ class Command(BaseCommand):
             "eval_s": round(time.perf_counter() - mark, 1),
         }
         return report
+
+    @contextlib.contextmanager
+    def on_private_store(self, backend: str | None, *, keep: bool = False) -> Iterator[str]:
+        """``backend`` (or the configured one) in a store of this run's own
+        (``_private_store``); the process (a test, a shell) gets its own configuration back
+        afterwards. Yields the store's description."""
+        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
+        try:
+            self._use_backend(backend)
+            with self._private_store(keep=keep) as note:
+                yield note
+        finally:
+            for name, value in saved.items():
+                setattr(settings, name, value)
 
     def _use_backend(self, choice: str | None) -> None:
         if choice:

@@ -18,8 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from lab.evaluation.corpus import CORPORA, CORPUS_DIR, CorpusError, read_corpus
-from lab.management.commands.eval_recall import SWITCHED_SETTINGS
-from lab.management.commands.eval_recall import Command as EvalCommand
+from lab.management.commands.eval_recall import private_run
 
 
 class Command(BaseCommand):
@@ -44,24 +43,16 @@ class Command(BaseCommand):
             personas, catalog = read_corpus(CORPUS_DIR, None, corpora)
         except CorpusError as exc:
             raise CommandError(str(exc)) from exc
-        runner = EvalCommand()
-        runner.stdout, runner.stderr = self.stdout, self.stderr
-        saved = {name: getattr(settings, name) for name in SWITCHED_SETTINGS}
-        try:
-            runner._use_backend(options["backend"])
-            with runner._private_store(keep=False):
-                started = time.perf_counter()
-                run = load_run(personas, catalog, foreign=personas[0], suffix=runner.suffix)
-                self.stdout.write(f"loaded in {time.perf_counter() - started:.1f} s")
-                sweeper = Sweeper(run, personas, split="dev", limit=options["limit_questions"])
-                start = Setting.of(resolve_plan(DEFAULT_PLAN, settings.ATLAS_RECALL))
-                outcome = coordinate_ascent(
-                    sweeper, start, rounds=options["rounds"], log=self.stdout.write
-                )
-                baseline = sweeper.measure(start)
-        finally:
-            for name, value in saved.items():
-                setattr(settings, name, value)
+        with private_run(self, options["backend"]) as runner:
+            started = time.perf_counter()
+            run = load_run(personas, catalog, foreign=personas[0], suffix=runner.suffix)
+            self.stdout.write(f"loaded in {time.perf_counter() - started:.1f} s")
+            sweeper = Sweeper(run, personas, split="dev", limit=options["limit_questions"])
+            start = Setting.of(resolve_plan(DEFAULT_PLAN, settings.ATLAS_RECALL))
+            outcome = coordinate_ascent(
+                sweeper, start, rounds=options["rounds"], log=self.stdout.write
+            )
+            baseline = sweeper.measure(start)
         self._print(outcome, baseline, start)
         if options["json_path"]:
             Path(options["json_path"]).parent.mkdir(parents=True, exist_ok=True)
