@@ -172,3 +172,16 @@ def test_a_sweep_setting_is_a_recall_plan() -> None:
     assert plan.window_decay is False
     assert plan.context_boost == 0.25
     assert Setting(decay=("off", None, None)).plan().decay is False
+
+
+def test_a_sweep_starts_from_the_resolved_plan() -> None:
+    from django.conf import settings
+
+    from lab.evaluation.sweep import Setting
+    from memory.public import resolve_plan
+
+    moved = Setting(
+        lexical_weight=0.75, rank_constant=9, candidates=120, window_decay=False,
+        time_anchor="history", context_boost=0.125, session_spread=0.5, session_depth=3,
+    )  # fmt: skip
+    assert Setting.of(resolve_plan(moved.plan(), settings.ATLAS_RECALL)) == moved

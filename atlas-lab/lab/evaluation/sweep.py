@@ -70,16 +70,8 @@ class Setting:
     @classmethod
     def of(cls, plan: ResolvedPlan) -> Setting:
         """The sweep's starting point: a resolved plan's knobs (the tenant's decay)."""
-        return cls(
-            lexical_weight=plan.lexical_weight,
-            rank_constant=plan.rank_constant,
-            candidates=plan.candidates,
-            window_decay=plan.window_decay,
-            time_anchor=plan.time_anchor,
-            context_boost=plan.context_boost,
-            session_spread=plan.session_spread,
-            session_depth=plan.session_depth,
-        )
+        knobs = (f.name for f in dataclasses.fields(cls) if f.name != "decay")
+        return cls(**{name: getattr(plan, name) for name in knobs})
 
     def plan(self) -> RecallPlan:
         name, offset, scale = self.decay
