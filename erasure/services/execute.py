@@ -10,7 +10,6 @@ a journaled page first (deletes are idempotent) and then searches for what is le
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from atlas_platform.exceptions import AtlasError
 from atlas_platform.ledger import ledger_user_purge
 from atlas_platform.tombstones import tombstone_record
 from erasure.models import ErasedPage, ErasureProgress, ForgetRequest
-from erasure.services.preview import haystack
+from erasure.services.preview import ids_sha256, matching
 from erasure.services.requests import ERASURE_LEASE
 from memory.public import (
     ERASABLE_TYPES,
@@ -157,8 +156,7 @@ class _Job:
     def _matching(self, query: str) -> list[str]:
         """Every personal memory whose text fields contain the query (case-insensitive,
         whitespace-normalised phrase match), superseded ones included."""
-        needle = " ".join(query.split()).casefold()
-        return [doc.id for doc in memory_personal_all(**self.user) if needle in haystack(doc)]
+        return [doc.id for doc in matching(query, memory_personal_all(**self.user))]
 
     def _supporting_episodes(self, ids: list[str]) -> list[str]:
         return memory_supporting_episode_ids(**self.user, memory_ids=ids)
@@ -221,7 +219,7 @@ class _Job:
                     "remaining": self.archived_remaining,
                 },
                 "total_deleted": sum(p.deleted for p in progress),
-                "erased_ids_sha256": _ids_sha256(erased),
+                "erased_ids_sha256": ids_sha256(erased),
                 "not_found_ids": [i for i in (targets or []) if i not in erased],
                 "idempotency_records_deleted": purged,
                 "other_records_deleted": others,
@@ -331,11 +329,6 @@ def _counted(page: list[str]) -> Callable[[ErasureProgress], None]:
         ErasedPage.objects.create(progress=progress, ids=page)
 
     return apply
-
-
-def _ids_sha256(ids: set[str]) -> str:
-    """Comparable with a preview's ``ids_sha256``: the same ids give the same hash."""
-    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
 
 
 def _purge_other_apps(user: User | None, *, whole: bool) -> dict[str, int]:

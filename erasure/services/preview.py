@@ -13,6 +13,7 @@ texts are shown to the approver and never stored.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -53,7 +54,7 @@ class Preview:
     @property
     def fingerprint(self) -> str:
         """Changes whenever the set of targeted memories does."""
-        return hashlib.sha256("\n".join(sorted(self.ids)).encode()).hexdigest()
+        return ids_sha256(self.ids)
 
     def record(self) -> dict[str, Any]:
         """What the request row and the receipt keep: no text."""
@@ -107,19 +108,27 @@ def _chosen(request: ForgetRequest, docs: list[MemoryDoc]) -> list[MemoryDoc]:
     if request.scope == ForgetRequest.Scope.USER:
         return list(docs)
     if request.scope == ForgetRequest.Scope.QUERY:
-        needle = " ".join(request.query.split()).casefold()
-        return [d for d in docs if needle in haystack(d)]
+        return matching(request.query, docs)
     wanted = set(request.memory_ids)
     return [d for d in docs if d.id in wanted]
 
 
-def haystack(doc: MemoryDoc) -> str:
-    """What a query scope matches in: text, name, description and trigger, whitespace
-    normalised, case-folded."""
-    fields = (doc.text, doc.name or "", doc.description or "", doc.trigger or "")
-    return " ".join(" ".join(f.split()) for f in fields).casefold()
+def matching(query: str, docs: Iterable[MemoryDoc]) -> list[MemoryDoc]:
+    """The documents a query scope erases: those whose text, name, description or trigger
+    contain the query as a phrase (whitespace normalised, case-folded)."""
+    needle = _normalised(query)
+    return [d for d in docs if needle in _normalised(*_fields(d))]
 
 
-def query_sha256(query: str) -> str:
-    """The receipt's trace of a query scope (its text is wiped): the normalised query's hash."""
-    return hashlib.sha256(" ".join(query.split()).casefold().encode()).hexdigest()
+def _fields(doc: MemoryDoc) -> tuple[str, ...]:
+    return (doc.text, doc.name or "", doc.description or "", doc.trigger or "")
+
+
+def _normalised(*texts: str) -> str:
+    return " ".join(" ".join(t.split()) for t in texts).casefold()
+
+
+def ids_sha256(ids: Iterable[str]) -> str:
+    """The trace of a set of memory ids in a preview and a receipt: the same ids, in any
+    order, give the same hash."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()

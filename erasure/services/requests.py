@@ -26,10 +26,10 @@ from atlas_platform.exceptions import Conflict, NotFound, PermissionDenied, Vali
 from atlas_platform.jobs import job_enqueue
 from atlas_platform.leases import Lease
 from erasure.models import ForgetRequest
-from erasure.services.preview import forget_request_dry_run, query_sha256
+from erasure.services.preview import forget_request_dry_run
 from tenants.models import PlatformToken, User
 from tenants.scoping import OperatorScope
-from tenants.services.audit import audit_read, audit_record
+from tenants.services.audit import audit_read, audit_record, query_digest
 
 logger = logging.getLogger(__name__)
 # The job's hold on its request (``execute.py`` takes and renews it, page by page).
@@ -169,7 +169,7 @@ def forget_request_open(
             justification=reason,
             ticket=ticket,
             preview_at_open=preview.record(),
-            query_sha256=query_sha256(query) if query else "",
+            query_sha256=query_digest(query) if query else "",
         )
         _audit(
             request,
