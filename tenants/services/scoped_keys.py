@@ -7,6 +7,7 @@ to every query as well; the key is what makes the cluster enforce them.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -56,6 +58,7 @@ def dls_query(*, tenant_id: str, user_id: str) -> dict[str, Any]:
 # which also grants get / mget by id, term vectors, explain and field caps (term vectors and
 # explain would show an index's term statistics directly).
 READER_PRIVILEGES = ["indices:data/read/search", "indices:data/read/msearch"]
+KEY_NAMES_REMEMBERED_S = 7 * 24 * 3600  # a key found naming its indices: not read again for a week
 
 
 def key_indices(cluster: Cluster, user: User) -> list[str]:
@@ -179,10 +182,18 @@ def scoped_key_rotate(*, user: User) -> Rotation[ScopedKey]:
 def scoped_key_names_indices(*, user: User) -> bool:
     """Whether the user's active key names every index ``key_indices`` gives now (one made
     before the archive does not name the archive beside the user's index); True when there is
-    no key or no cluster (nothing to bring up to date here)."""
+    no key or no cluster (nothing to bring up to date here). A key found up to date is
+    remembered by its id and indices (a key's grants never change), so the daily archive run
+    reads each key from the cluster once, not once a day."""
     key = ScopedKey.objects.filter(user=user, status=ScopedKey.Status.ACTIVE).first()
     cluster = get_cluster()
     if key is None or cluster is None:
+        return True
+    wanted = sorted(key_indices(cluster, user))
+    known = (
+        "atlas:key-names:" + hashlib.sha256("\n".join([key.key_id, *wanted]).encode()).hexdigest()
+    )
+    if _cached(known):
         return True
     body = cluster_call(
         "read an API key",
@@ -193,7 +204,25 @@ def scoped_key_names_indices(*, user: User) -> bool:
         return True  # unknown to the cluster: the renew loop and restores deal with that
     reader = found[0].get("role_descriptors", {}).get("atlas_memory_reader", {})
     named = {name for grant in reader.get("indices", []) for name in grant.get("names", [])}
-    return set(key_indices(cluster, user)) <= named
+    if not set(wanted) <= named:
+        return False
+    _remember(known)
+    return True
+
+
+def _cached(name: str) -> bool:
+    try:
+        return cache.get(name) is not None
+    except Exception:  # the cache is down: read the key from the cluster instead
+        logger.warning("key check cache unavailable; reading the key")
+        return False
+
+
+def _remember(name: str) -> None:
+    try:
+        cache.set(name, 1, timeout=KEY_NAMES_REMEMBERED_S)
+    except Exception:  # the cache is down: the next run reads the key again
+        logger.warning("key check cache unavailable; not remembered")
 
 
 def scoped_key_ensure_indices(*, user: User) -> bool:

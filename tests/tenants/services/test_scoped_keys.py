@@ -403,3 +403,16 @@ def test_a_key_made_before_the_archive_is_rotated_to_name_it(es, alice, monkeypa
     names = info["role_descriptors"]["atlas_memory_reader"]["indices"][0]["names"]
     assert names == [index, f"{index}-archive"]
     assert scoped_keys.scoped_key_ensure_indices(user=alice) is False  # up to date: kept
+
+    # Found up to date once, the key is not read from the cluster again (the daily archive
+    # run checks every user): a rotation (a new key id) is read afresh.
+    reads = []
+    real_call = scoped_keys.cluster_call
+    monkeypatch.setattr(
+        scoped_keys, "cluster_call", lambda what, fn: (reads.append(what), real_call(what, fn))[1]
+    )
+    assert scoped_keys.scoped_key_ensure_indices(user=alice) is False
+    assert reads == []
+    scoped_keys.scoped_key_rotate(user=alice)
+    assert scoped_keys.scoped_key_names_indices(user=alice) is True
+    assert reads.count("read an API key") == 1
