@@ -43,7 +43,7 @@ def archive_superseded(*, now: datetime | None = None) -> ArchiveRun:
             if tenant.isolation_mode == Tenant.IsolationMode.DLS:
                 # The user's reads of superseded facts run as their key: it must name the
                 # archive before a fact moves there (a key made before the archive existed is
-                # rotated; one read of the key per user and run otherwise).
+                # rotated; a key found up to date once is not read from the cluster again).
                 scoped_key_ensure_indices(user=user)
             moved = memory_archive_superseded(
                 tenant_id=tenant.memory_id, user_id=user.memory_id, before=before
