@@ -17,28 +17,25 @@ PAGE = 500
 
 def memory_archive_superseded(*, tenant_id: str, user_id: str, before: datetime) -> int:
     """Move every fact of the user superseded before ``before`` into the archive; how many."""
-    moved = 0
-    with store_errors():
-        while True:
-            page = backend().archive_superseded(
-                tenant_id=tenant_id, user_id=user_id, before=before, limit=PAGE
-            )
-            moved += len(page)
-            if len(page) < PAGE:
-                return moved
+    return _drained("archive_superseded", tenant_id, user_id, before)
 
 
 def memory_archive_expire(*, tenant_id: str, user_id: str, before: datetime) -> int:
     """Hard-delete the user's archived facts superseded before ``before``; how many."""
-    deleted = 0
+    return _drained("archive_expire", tenant_id, user_id, before)
+
+
+def _drained(step: str, tenant_id: str, user_id: str, before: datetime) -> int:
+    """The backend's ``step`` page by page until a page comes back short; how many it took."""
+    done = 0
     with store_errors():
         while True:
-            page = backend().archive_expire(
+            page = getattr(backend(), step)(
                 tenant_id=tenant_id, user_id=user_id, before=before, limit=PAGE
             )
-            deleted += len(page)
+            done += len(page)
             if len(page) < PAGE:
-                return deleted
+                return done
 
 
 def memory_archived_count(*, tenant_id: str, user_id: str, among: list[str] | None = None) -> int:

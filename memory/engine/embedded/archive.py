@@ -73,14 +73,21 @@ def move(
         " AND memory_type = 'semantic' AND superseded_by IS NOT NULL ORDER BY seq",
         (owner, tenant_id),
     ).fetchall()
-    due = [row for row in rows if _superseded_before(json.loads(row[2]), before)][: max(0, limit)]
-    now = sortable(datetime.now().astimezone())
-    for seq, _, text in due:
+    due: list[tuple[int, str, dict[str, Any], datetime]] = []
+    for seq, doc_id, text in rows:
+        if len(due) >= limit:
+            break
         source = json.loads(text)
+        # As Elasticsearch's range query: a fact without ``superseded_at`` is never archived.
+        at = _superseded_at(source) if "superseded_at" in source else None
+        if at is not None and at < before:
+            due.append((seq, doc_id, source, at))
+    now = sortable(datetime.now().astimezone())
+    for seq, _, source, at in due:
         conn.execute(
             f"INSERT INTO memories_archive ({COLUMNS}, superseded_at, archived_at)"  # noqa: S608
             f" SELECT {COLUMNS}, ?, ? FROM memories WHERE seq = ?",
-            (sortable(_superseded_at(source)), now, seq),
+            (sortable(at), now, seq),
         )
         _fts_insert(conn, seq, fts_fields(owner, source))
         unindex_row(conn, seq, owner, source)
@@ -181,11 +188,6 @@ def candidates(
 def _superseded_at(source: dict[str, Any]) -> datetime:
     doc = MemoryDoc.from_source(source)
     return doc.superseded_at or doc.created_at
-
-
-def _superseded_before(source: dict[str, Any], before: datetime) -> bool:
-    # As Elasticsearch's range query: a fact without ``superseded_at`` is never archived.
-    return "superseded_at" in source and _superseded_at(source) < before
 
 
 def _fts_insert(conn: sqlite3.Connection, seq: int, fields: tuple[str | None, ...]) -> None:

@@ -406,11 +406,15 @@ def test_a_key_made_before_the_archive_is_rotated_to_name_it(es, alice, monkeypa
 
     # Found up to date once, the key is not read from the cluster again (the daily archive
     # run checks every user): a rotation (a new key id) is read afresh.
-    reads = []
-    real_call = scoped_keys.cluster_call
-    monkeypatch.setattr(
-        scoped_keys, "cluster_call", lambda what, fn: (reads.append(what), real_call(what, fn))[1]
-    )
+    from atlas_platform import cluster
+
+    reads: list[str] = []
+
+    def counted_call(what, fn):
+        reads.append(what)
+        return cluster.cluster_call(what, fn)
+
+    monkeypatch.setattr(scoped_keys, "cluster_call", counted_call)
     assert scoped_keys.scoped_key_ensure_indices(user=alice) is False
     assert reads == []
     scoped_keys.scoped_key_rotate(user=alice)
