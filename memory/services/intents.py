@@ -137,12 +137,15 @@ def intents_settle_many(
     with transaction.atomic():
         pending = WriteIntent.objects.filter(memory_id__in=ids, state=WriteIntent.State.PENDING)
         moved = set(pending.select_for_update().values_list("memory_id", flat=True))
-        WriteIntent.objects.filter(memory_id__in=moved).update(
-            state=WriteIntent.State.AUDITED, updated_at=timezone.now()
-        )
-        known = set(
-            WriteIntent.objects.filter(memory_id__in=ids).values_list("memory_id", flat=True)
-        )
+        if moved:
+            WriteIntent.objects.filter(memory_id__in=moved).update(
+                state=WriteIntent.State.AUDITED, updated_at=timezone.now()
+            )
+        known = moved
+        if len(moved) < len(set(ids)):  # some have no pending intent: audited before, or none
+            known = set(
+                WriteIntent.objects.filter(memory_id__in=ids).values_list("memory_id", flat=True)
+            )
         audited = [doc for doc in docs if doc.id in moved or doc.id not in known]
         for doc in audited:
             audit(doc)

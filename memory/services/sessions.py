@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -50,27 +51,34 @@ def _joins(last_turn_at: datetime, moment: datetime, gap: timedelta) -> bool:
     return abs(moment - last_turn_at) <= gap
 
 
+class TurnSession(NamedTuple):
+    session_id: str
+    inferred: bool
+    opened: bool  # a new inferred session: no turn of it is stored yet
+
+
 def session_for_turn(
     *, user: User, agent: str | None, session_id: str | None, moment: datetime
-) -> tuple[str, bool]:
-    """The session of a live turn of ``user`` from ``agent`` at ``moment``, and whether it was
-    inferred; moves the user's cursor to this turn (rows only: call it outside the store's
-    work). A named ``session_id`` is kept as it is."""
+) -> TurnSession:
+    """The session of a live turn of ``user`` from ``agent`` at ``moment``; moves the user's
+    cursor to this turn (rows only: call it outside the store's work). A named ``session_id``
+    is kept as it is."""
     gap = session_gap()
     with transaction.atomic():
         cursor = _cursor(user, agent or "")
+        opened = False
         if session_id:
             chosen, inferred = session_id, False
         elif cursor is not None and _joins(cursor.last_turn_at, moment, gap):
             chosen, inferred = cursor.session_id, True
         else:
-            chosen, inferred = new_session_id(), True
+            chosen, inferred, opened = new_session_id(), True, True
         if cursor is None:
             _cursor_create(user, agent or "", chosen, inferred, moment)
         else:
             cursor.session_id, cursor.inferred, cursor.last_turn_at = chosen, inferred, moment
             cursor.save(update_fields=["session_id", "inferred", "last_turn_at"])
-    return chosen, inferred
+    return TurnSession(chosen, inferred, opened)
 
 
 def _cursor(user: User, agent: str) -> SessionCursor | None:

@@ -104,15 +104,19 @@ def _said(doc: MemoryDoc, parts: Sequence[str]) -> str:
     return f"{speaker}: {doc.text}" if isinstance(speaker, str) and speaker.strip() else doc.text
 
 
-def with_live_context(doc: MemoryDoc) -> tuple[MemoryDoc, MemoryDoc | None]:
+def with_live_context(
+    doc: MemoryDoc, *, session_opened: bool = False
+) -> tuple[MemoryDoc, MemoryDoc | None]:
     """A live turn's lexical context: the session's newest turn before it, read from the store
     (one bounded read, only for a turn with a session and ``previous`` or ``next`` in the
-    parts). Returns the turn and that previous turn (for ``link_following``)."""
+    parts; none for the first turn of a session opened for it). Returns the turn and that
+    previous turn (for ``link_following``)."""
     parts = lexical_parts()
     if doc.memory_type != "episodic" or not parts:
         return doc, None
     previous = None
-    if {"previous", "next"} & set(parts) and doc.session_id and doc.user_id:
+    wants_previous = {"previous", "next"} & set(parts) and not session_opened
+    if wants_previous and doc.session_id and doc.user_id:
         previous = backend().previous_turn(
             tenant_id=doc.tenant_id,
             user_id=doc.user_id,

@@ -216,21 +216,19 @@ def episode_record(
     create-only) and the audit row ``action`` (without text)."""
     text = clean_text(text)
     moment = timestamp or now()
-    session_id, inferred = session_for_turn(
-        user=user, agent=agent, session_id=session_id or None, moment=moment
-    )
+    session = session_for_turn(user=user, agent=agent, session_id=session_id or None, moment=moment)
     with store_errors():
         episode = _personal_doc(
             user,
             "episodic",
             text,
             source=source,
-            session_id=session_id,
-            session_inferred=inferred,
+            session_id=session.session_id,
+            session_inferred=session.inferred,
             agent=agent,
             timestamp=moment,
         )
-        episode, previous = with_live_context(episode)
+        episode, previous = with_live_context(episode, session_opened=session.opened)
         episode = _store(episode)
         link_following(previous, episode)
     _audit(
