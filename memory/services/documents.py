@@ -44,13 +44,36 @@ class SearchableHit:
     leg_ranks: dict[str, int] = field(default_factory=dict)
 
 
+# How many of a block's texts one model call embeds (``_Together.vectors``).
+TOGETHER_CHUNK = 32
+
+
 @dataclass
 class _Together:
-    """A ``searchable_writes_together`` block: vectors embedded ahead, by text, and the
-    documents held for its one store write (each with what to do once it is stored)."""
+    """A ``searchable_writes_together`` block: its texts in order, embedded on demand (the first
+    text asked for together with the ones after it, a chunk per model call), and the documents
+    held for its one store write (each with what to do once it is stored)."""
 
-    ahead: dict[str, list[float]]
+    waiting: list[str]
+    ahead: dict[str, list[float]] = field(default_factory=dict)
     held: list[tuple[MemoryDoc, Callable[[], object] | None]] = field(default_factory=list)
+
+    def vectors(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """The vectors of ``texts`` when they are all the block's (None: not the block's),
+        embedding the waiting ones asked for and those that follow them. A text never asked
+        for (an upsert of unchanged content needs none) is never embedded."""
+        keys = [t[:MAX_TEXT] for t in texts]
+        if not all(k in self.ahead or k in self.waiting for k in keys):
+            return None
+        missing = [k for k in keys if k not in self.ahead]
+        if missing:
+            start = min(self.waiting.index(k) for k in missing)
+            chunk = list(dict.fromkeys([*missing, *self.waiting[start : start + TOGETHER_CHUNK]]))
+            with store_errors():
+                rows = embedder().embed(chunk)
+            self.ahead.update({t: [float(x) for x in v] for t, v in zip(chunk, rows, strict=True)})
+            self.waiting = [t for t in self.waiting if t not in self.ahead]
+        return [list(self.ahead[k]) for k in keys]
 
 
 _together: contextvars.ContextVar[_Together | None] = contextvars.ContextVar(
@@ -60,16 +83,14 @@ _together: contextvars.ContextVar[_Together | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def searchable_writes_together(texts: Sequence[str]) -> Iterator[None]:
-    """Searchable writes done inside the block, as one: ``texts`` embedded in one call before
-    (``searchable_embed`` of one of them inside the block finds its vector), the documents
-    ``searchable_put`` gets held and written in one store call (one refresh) when the block
-    ends, then each put's ``on_written``. A put is not searchable before the block ends.
-    If that write fails (the store is down), no ``on_written`` runs and the error is logged,
-    not raised: the caller's reindex catches up, as after a single put that failed."""
-    wanted = list(dict.fromkeys(t[:MAX_TEXT] for t in texts))
-    with store_errors():
-        vectors: Any = embedder().embed(wanted) if wanted else []
-    block = _Together({t: [float(x) for x in v] for t, v in zip(wanted, vectors, strict=True)})
+    """Searchable writes done inside the block, as one: ``texts`` embedded together, in as
+    few model calls as the ones asked for allow (``searchable_embed`` of one of them inside the
+    block embeds it with the texts after it; a text nobody asks for is never embedded), the
+    documents ``searchable_put`` gets held and written in one store call (one refresh) when
+    the block ends, then each put's ``on_written``. A put is not searchable before the block
+    ends. If that write fails (the store is down), no ``on_written`` runs and the error is
+    logged, not raised: the caller's reindex catches up, as after a single put that failed."""
+    block = _Together(list(dict.fromkeys(t[:MAX_TEXT] for t in texts)))
     token = _together.set(block)
     try:
         yield
@@ -94,8 +115,9 @@ def searchable_embed(*, texts: Sequence[str]) -> list[list[float]]:
     if not texts:
         return []
     block = _together.get()
-    if block is not None and all(t[:MAX_TEXT] in block.ahead for t in texts):
-        return [list(block.ahead[t[:MAX_TEXT]]) for t in texts]
+    found = block.vectors(texts) if block is not None else None
+    if found is not None:
+        return found
     with store_errors():
         return [[float(x) for x in row] for row in embedder().embed(list(texts))]
 

@@ -23,13 +23,20 @@ from tests.knowledge.conftest import fm, project_of
 pytestmark = pytest.mark.django_db
 
 
-def upserts(people: Any, project: Any, notes: list[tuple[str, str]]) -> list[Any]:
+def upserts(
+    people: Any,
+    project: Any,
+    notes: list[tuple[str, str]],
+    *,
+    sync: str = "n",
+    base: dict[str, int] | None = None,
+) -> list[Any]:
     agent = agent_register(user=people.alice, slug="sync").agent
     items = [
         {
-            "id": f"n-{n}",
+            "id": f"{sync}-{n}",
             "op": "entity.upsert",
-            "args": {"project_key": project.key, "path": path, "content": content},
+            "args": {"project_key": project.key, "path": path, "content": content} | (base or {}),
         }
         for n, (path, content) in enumerate(notes)
     ]
@@ -42,6 +49,45 @@ NOTES = [
     (f"notes/n{n}.md", fm(id=f"n{n}", type="task", body=f"Rotate the key of vault {n}.\n"))
     for n in range(8)
 ]
+
+
+def counted_embeds(monkeypatch: Any) -> list[int]:
+    """The number of texts of each model call ``searchable_*`` makes, from now on."""
+    from memory.services import common, documents
+
+    embeds: list[int] = []
+    real_embedder = common.embedder
+
+    class Counted:
+        def __init__(self) -> None:
+            self.model = real_embedder()
+
+        def embed(self, texts: list[str]) -> Any:
+            embeds.append(len(texts))
+            return self.model.embed(texts)
+
+    monkeypatch.setattr(documents, "embedder", Counted)
+    return embeds
+
+
+def test_a_sync_resending_its_notes_embeds_only_the_changed_ones(people, monkeypatch):
+    project = project_of(people.alice)
+    upserts(people, project, NOTES)
+    changed = [
+        (path, content.replace("Rotate", "Revoke")) if n >= 6 else (path, content)
+        for n, (path, content) in enumerate(NOTES)
+    ]
+    embeds = counted_embeds(monkeypatch)
+
+    again = upserts(people, project, NOTES, sync="again")
+    edited = upserts(people, project, changed, sync="edited", base={"base_version": 1})
+    monkeypatch.undo()
+
+    assert [o.result["outcome"] for o in again] == ["unchanged"] * 8
+    assert [o.result["outcome"] for o in edited] == ["unchanged"] * 6 + ["updated"] * 2
+    assert embeds == [2]  # the unchanged notes before them were never embedded
+    found = graph_search(user=people.alice, query="revoke vault 7", project_key=project.key)
+    assert "n7" in [hit.entity.key for hit in found][:3]
 
 
 def test_a_run_of_upserts_is_one_embedding_call_and_one_store_write(people, monkeypatch):
