@@ -91,6 +91,12 @@ class MemoryBackend(ABC):
         Cheap enough for recall to read the head of every fused list with it."""
 
     @abstractmethod
+    def vectors(self, scope: ReadScope, memory_ids: list[str]) -> dict[str, list[float]]:
+        """The stored unit vectors of those of ``memory_ids`` inside ``scope`` that have one,
+        by id (what the dense leg compared; recall's dense feedback reads its first hits'
+        instead of embedding their texts again). Archived documents may be left out."""
+
+    @abstractmethod
     def update(
         self,
         doc: MemoryDoc,

@@ -383,7 +383,7 @@ def _feedback_legs(
         return legs
     terms = feedback_terms(leg_query.text, texts, limit=plan.feedback_terms)
     lexical = plan.lexical and bool(terms)
-    vector = _fed_vector(leg_query.vector, texts, plan.feedback_dense) if plan.dense else None
+    vector = _fed_vector(scope, leg_query.vector, docs, plan.feedback_dense) if plan.dense else None
     if not lexical and vector is None:
         return legs
     fed = dataclasses.replace(
@@ -401,13 +401,24 @@ def _feedback_legs(
     return {**legs, **more}
 
 
-def _fed_vector(vector: list[float] | None, texts: list[str], share: float) -> list[float] | None:
-    """The query vector plus ``share`` times the mean of ``texts``' vectors, unit length
-    (Rocchio); ``None`` when there is no query vector or no share."""
+def _fed_vector(
+    scope: ReadScope, vector: list[float] | None, docs: list[MemoryDoc], share: float
+) -> list[float] | None:
+    """The query vector plus ``share`` times the mean of ``docs``' vectors, unit length
+    (Rocchio); ``None`` when there is no query vector or no share. The stored vectors are
+    read (one small read); a document without one has its text embedded."""
     if vector is None or share <= 0.0:
         return None
+    with store_errors():
+        stored = backend().vectors(scope, [doc.id for doc in docs])
+    unstored = [doc.text for doc in docs if doc.id not in stored and doc.text]
+    rows = [stored[doc.id] for doc in docs if doc.id in stored]
+    if unstored:
+        rows += [list(row) for row in embedder().embed(unstored)]
+    if not rows:
+        return None
     query = np.asarray(vector, dtype=np.float64)
-    mean = np.asarray(embedder().embed(texts), dtype=np.float64).mean(axis=0)
+    mean = np.asarray(rows, dtype=np.float64).mean(axis=0)
     moved = query + share * mean
     norm = float(np.linalg.norm(moved))
     return (moved / norm).tolist() if norm > 0.0 else None

@@ -133,6 +133,9 @@ class ElasticsearchBackend(MemoryBackend):
     def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
         return reads.get_many(self._conn, scope, memory_ids)
 
+    def vectors(self, scope: ReadScope, memory_ids: list[str]) -> dict[str, list[float]]:
+        return reads.vectors(self._conn, scope, memory_ids)
+
     def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
         return reads.recall_legs(self._conn, scope, query)
 

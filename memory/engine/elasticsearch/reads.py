@@ -62,6 +62,23 @@ def get_many(conn: Connection, scope: ReadScope, memory_ids: list[str]) -> list[
     return [by_id[i] for i in memory_ids if i in by_id]
 
 
+def vectors(conn: Connection, scope: ReadScope, memory_ids: list[str]) -> dict[str, list[float]]:
+    """The hot index's stored vectors of those of ``memory_ids`` inside ``scope``."""
+    if not memory_ids:
+        return {}
+    body: Json = {
+        "size": len(set(memory_ids)),
+        "query": {"bool": {"filter": [{"ids": {"values": memory_ids}}, *scope_filter(scope)]}},
+        "_source": ["id", "embedding"],
+    }
+    hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    return {
+        h["_source"]["id"]: [float(x) for x in h["_source"]["embedding"]]
+        for h in hits
+        if h["_source"].get("embedding")
+    }
+
+
 def recall_legs(conn: Connection, scope: ReadScope, query: LegQuery) -> LegResults:
     types = recall_types(scope, query.filter)
     archives = scope_archives(conn, scope) if query.filter.include_archived else []

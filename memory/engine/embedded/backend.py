@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from atlas_platform.cluster import ClusterConfig
 from memory.engine.base import EngineError, MemoryBackend, require_personal
 from memory.engine.embedded import ann, archive, legs
@@ -229,6 +231,16 @@ class EmbeddedBackend(MemoryBackend):
             ).fetchall()
         found = {row[0]: decode(row[1]) for row in rows}
         return [found[memory_id] for memory_id in memory_ids if memory_id in found]
+
+    def vectors(self, scope: ReadScope, memory_ids: list[str]) -> dict[str, list[float]]:
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, unit FROM memories"
+                " WHERE id IN (SELECT value FROM json_each(?)) AND unit IS NOT NULL"
+                " AND tenant_id = ? AND owner IN (SELECT value FROM json_each(?))",
+                (json.dumps(memory_ids), scope.tenant_id, json.dumps(scope_owners(scope))),
+            ).fetchall()
+        return {row[0]: np.frombuffer(row[1], dtype=np.float32).tolist() for row in rows}
 
     def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
         return legs.recall_legs(self._store, scope, query)

@@ -540,6 +540,20 @@ def test_reads_leave_the_embedding_out(env, tenant):
     assert all(d.embedding is None and d.text == doc.text for d in read)
 
 
+def test_stored_vectors_are_read_inside_the_scope_only(env, tenant):
+    mine = make_doc(tenant, "u1", "episodic", "walked along the canal", embedding=vec(3))
+    catalog = make_doc(tenant, None, "catalog", "canal boats", embedding=vec(5))
+    neighbour = make_doc(tenant, "u2", "episodic", "walked along the canal", embedding=vec(3))
+    env.backend.write([mine, catalog, neighbour])
+
+    got = env.backend.vectors(env.scope(tenant, "u1"), [neighbour.id, mine.id, catalog.id, "gone"])
+
+    assert set(got) == {mine.id, catalog.id}
+    assert got[mine.id] == pytest.approx(vec(3), abs=1e-6)
+    assert got[catalog.id] == pytest.approx(vec(5), abs=1e-6)
+    assert env.backend.vectors(env.scope(tenant, "u2"), [mine.id]) == {}
+
+
 # --- a turn's lexical context (MemoryDoc.context: indexed, matched below the text) -------------
 def _context_legs(env: BackendEnv, tenant: str, text: str, boost: float):
     query = LegQuery(

@@ -121,11 +121,28 @@ def test_feedback_reads_only_the_askers_own_memories(people) -> None:
     assert all(h.doc.user_id == mine[0].user_id for h in fed.hits)
 
 
-def test_dense_feedback_adds_a_dense_leg_of_the_askers_hits(people) -> None:
+def test_dense_feedback_adds_a_dense_leg_of_the_askers_hits(people, monkeypatch) -> None:
+    from memory.services import recall
+
     memory_import(
         user=people.alice,
         memories=[turn("The kiln cracked during the glaze firing", 1), turn("Tea at four", 2)],
     )
+    embedded: list[list[str]] = []
+    real_embedder = recall.embedder
+
+    class Counted:
+        def __init__(self) -> None:
+            self.model = real_embedder()
+
+        def embed(self, texts: list[str]) -> object:
+            embedded.append(list(texts))
+            return self.model.embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.model.embed_query(text)
+
+    monkeypatch.setattr(recall, "embedder", Counted)
     fed = memory_recall(
         user=people.alice,
         query="kiln",
@@ -135,6 +152,7 @@ def test_dense_feedback_adds_a_dense_leg_of_the_askers_hits(people) -> None:
     )
     assert any("dense_feedback" in h.leg_ranks for h in fed.hits)
     assert not any("lexical_feedback" in h.leg_ranks for h in fed.hits)  # no terms asked
+    assert embedded == []  # the hits' stored vectors are read, their texts not embedded again
 
 
 def test_the_cap_leaves_room_for_a_second_sessions_turn(people) -> None:
