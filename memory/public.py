@@ -33,6 +33,7 @@ _HOMES: dict[str, str] = {
     "memory_turn_record": "memory.services.writes",
     "memory_forget": "memory.services.writes",
     "memory_writes_together": "memory.services.writes",
+    "embedding_text": "memory.services.writes",
     "procedure_outcome_record": "memory.services.writes",
     "CONTRADICTIONS": "memory.services.writes",
     "FACT_TYPES": "memory.services.writes",
@@ -183,6 +184,7 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
     from memory.services.writes import (
         CONTRADICTIONS as CONTRADICTIONS,
         FACT_TYPES as FACT_TYPES,
+        embedding_text as embedding_text,
         memory_forget as memory_forget,
         memory_turn_record as memory_turn_record,
         memory_write as memory_write,

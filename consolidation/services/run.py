@@ -36,7 +36,13 @@ from consolidation.services.errors import UserBusy
 from consolidation.services.guards import Plan, procedure_text, screen
 from consolidation.services.reads import Inputs, read_inputs
 from consolidation.services.state import check_active, lease_acquire, lease_release, state_for
-from memory.public import MemoryStoreUnavailable, memory_write, procedure_outcome_record
+from memory.public import (
+    MemoryStoreUnavailable,
+    embedding_text,
+    memory_write,
+    memory_writes_together,
+    procedure_outcome_record,
+)
 from tenants.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
@@ -130,7 +136,31 @@ def _ask(run: ConsolidationRun, inputs: Inputs) -> Answer:
 
 def _write(run: ConsolidationRun, plan: Plan) -> None:
     """Through the same services as the API (each audited, source ``consolidation``). A
-    candidate a rule refuses (e.g. its fact was superseded meanwhile) is counted and skipped."""
+    candidate a rule refuses (e.g. its fact was superseded meanwhile) is counted and skipped.
+    The new facts and playbooks are written as one batch (``memory_writes_together``: one
+    model call for their texts, one store write, their intents and audit rows settled
+    together); a fact that supersedes another is written where it comes, after the ones
+    before it."""
+    texts = [fact.text for fact in plan.facts] + [
+        embedding_text("procedural", procedure_text(p), name=p.name, trigger=p.trigger)
+        for p in plan.procedures
+    ]
+    with memory_writes_together(texts):
+        _write_new(run, plan)
+    for update in plan.updates:
+        if _try(
+            run,
+            procedure_outcome_record,
+            user=run.user,
+            memory_id=update.procedure_id,
+            success=update.success,
+            refined_steps=update.refined_steps,
+            source="consolidation",
+        ):
+            run.procedures_updated += 1
+
+
+def _write_new(run: ConsolidationRun, plan: Plan) -> None:
     user, tag = run.user, {"consolidation_run": run.pk}
     for fact in plan.facts:
         if _try(
@@ -164,17 +194,6 @@ def _write(run: ConsolidationRun, plan: Plan) -> None:
             source="consolidation",
         ):
             run.procedures_written += 1
-    for update in plan.updates:
-        if _try(
-            run,
-            procedure_outcome_record,
-            user=user,
-            memory_id=update.procedure_id,
-            success=update.success,
-            refined_steps=update.refined_steps,
-            source="consolidation",
-        ):
-            run.procedures_updated += 1
 
 
 def _try(run: ConsolidationRun, service: Any, **kwargs: Any) -> bool:

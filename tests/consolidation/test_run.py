@@ -65,6 +65,57 @@ def test_facts_citing_the_window_are_written_and_others_dropped(alice, chat):
     assert "green tea" not in str(event.metadata)
 
 
+def test_a_runs_new_facts_and_playbooks_are_written_as_one_batch(alice, chat, monkeypatch):
+    from memory.services import writes
+
+    tea, fix = say(alice, "I only drink green tea", "Holding the reset button fixed the hub")
+    steps = ["Hold the reset button for 10 seconds", "Re-pair in the app"]
+    chat.script = [
+        answer(
+            facts=[
+                fact("Alice drinks green tea", [tea.id]),
+                fact("Alice has a smart home hub", [fix.id]),
+                fact("Alice fixes her own devices", [fix.id]),
+            ],
+            procedures=[
+                {"name": "Hub reset", "trigger": "hub offline", "steps": steps,
+                 "supporting_episode_ids": [fix.id], "confidence": 0.9},
+            ],
+        )
+    ]  # fmt: skip
+    calls: list[int] = []
+    stored: list[int] = []
+    real_embedder, store = writes.embedder, type(backend())
+    real_create = store.create
+
+    class Counted:
+        def __init__(self) -> None:
+            self.model = real_embedder()
+
+        def embed(self, texts):
+            calls.append(len(texts))
+            return self.model.embed(texts)
+
+        def embed_one(self, text):
+            calls.append(1)
+            return self.model.embed_one(text)
+
+    def create(self, docs):
+        stored.append(len(docs))
+        return real_create(self, docs)
+
+    monkeypatch.setattr(writes, "embedder", Counted)
+    monkeypatch.setattr(store, "create", create)
+    run = consolidate(alice)
+    monkeypatch.undo()
+
+    assert run.status == "done" and run.facts_written == 3 and run.procedures_written == 1
+    assert calls == [4] and stored == [4]  # one model call, one store write
+    assert len(memories(alice, "semantic")) == 3 and len(memories(alice, "procedural")) == 1
+    writes_audited = AuditEvent.objects.filter(action="memory.write", subject_user=alice)
+    assert writes_audited.count() == 4
+
+
 def test_the_model_is_asked_with_the_window_and_known_facts(alice, chat):
     known = memory_write(user=alice, text="Alice is vegetarian", memory_type="semantic")
     episode, *_ = say(alice, "I am vegetarian and I cook lentils a lot")
