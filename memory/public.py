@@ -60,6 +60,7 @@ _HOMES: dict[str, str] = {
     # erasure
     "memory_ids_page": "memory.selectors",
     "memory_personal_all": "memory.selectors",
+    "memory_personal_get": "memory.selectors",
     "memory_remaining_count": "memory.selectors",
     "memory_supporting_episode_ids": "memory.selectors",
     "memory_erase_page": "memory.services.erasure",
@@ -137,6 +138,7 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
         memory_ids_page as memory_ids_page,
         memory_ids_stored_before as memory_ids_stored_before,
         memory_personal_all as memory_personal_all,
+        memory_personal_get as memory_personal_get,
         memory_previous_turn as memory_previous_turn,
         memory_remaining_count as memory_remaining_count,
         memory_supporting_episode_ids as memory_supporting_episode_ids,

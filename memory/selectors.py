@@ -368,6 +368,21 @@ def memory_personal_all(*, tenant_id: str, user_id: str) -> Iterator[MemoryDoc]:
         after = (docs[-1].created_at.isoformat(), docs[-1].id)
 
 
+def memory_personal_get(*, tenant_id: str, user_id: str, memory_ids: list[str]) -> list[MemoryDoc]:
+    """The user's personal memories among ``memory_ids`` (superseded ones included), in
+    (created_at, id) order, as ``memory_personal_all`` lists them."""
+    scope = writer_scope(tenant_id=tenant_id, user_id=user_id)
+    found: dict[str, MemoryDoc] = {}
+    wanted = list(dict.fromkeys(memory_ids))
+    for start in range(0, len(wanted), GET_CHUNK):
+        with store_errors():
+            docs = backend().get_many(scope, wanted[start : start + GET_CHUNK])
+        found.update(
+            (d.id, d) for d in docs if d.user_id == user_id and d.memory_type in PERSONAL_TYPES
+        )
+    return sorted(found.values(), key=lambda d: (d.created_at, d.id))
+
+
 def memory_supporting_episode_ids(
     *, tenant_id: str, user_id: str, memory_ids: list[str]
 ) -> list[str]:

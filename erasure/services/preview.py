@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from erasure.models import ForgetRequest
-from memory.public import PERSONAL_TYPES, MemoryDoc, memory_personal_all
+from memory.public import PERSONAL_TYPES, MemoryDoc, memory_personal_all, memory_personal_get
 
 SAMPLE_CHARS = 300  # a sample text is cut here: enough to recognise it
 
@@ -76,12 +76,23 @@ def forget_request_dry_run(*, request: ForgetRequest) -> Preview:
     user = request.user
     if user is None:
         return Preview(counts=dict.fromkeys(PERSONAL_TYPES, 0), ids=[])
-    docs = list(memory_personal_all(tenant_id=user.memory_tenant_id, user_id=user.memory_id))
+    tenant_id, user_id = user.memory_tenant_id, user.memory_id
+    if request.scope != ForgetRequest.Scope.IDS:
+        docs = list(memory_personal_all(tenant_id=tenant_id, user_id=user_id))
+        return preview_of(request, docs)
+    # Listed ids: those documents (and the episodes they name), not every memory of the user.
+    docs = memory_personal_get(tenant_id=tenant_id, user_id=user_id, memory_ids=request.memory_ids)
+    if request.include_supporting_episodes:
+        support = [e for d in docs for e in d.supporting_episode_ids]
+        docs = memory_personal_get(
+            tenant_id=tenant_id, user_id=user_id, memory_ids=[*(d.id for d in docs), *support]
+        )
     return preview_of(request, docs)
 
 
 def preview_of(request: ForgetRequest, docs: list[MemoryDoc]) -> Preview:
-    """The preview from the user's personal memories (every one, in created order)."""
+    """The preview from the user's personal memories (every one, or for listed ids those
+    and the episodes they name; in created order)."""
     chosen = _chosen(request, docs)
     if request.include_supporting_episodes and request.scope != ForgetRequest.Scope.USER:
         supporting = {e for d in chosen for e in d.supporting_episode_ids}

@@ -226,8 +226,10 @@ def test_each_service_leaves_one_audit_event_without_text(
 
 # --- the job -------------------------------------------------------------------------------------
 def test_erasing_listed_ids_takes_their_supporting_episodes_and_nothing_else(
-    alice, bob, acme_admin, django_capture_on_commit_callbacks
+    alice, bob, acme_admin, django_capture_on_commit_callbacks, monkeypatch
 ):
+    from erasure.services import preview
+
     episode = memory_turn_record(user=alice, text="I moved to 12 Rue Lepic").episode
     other_episode = memory_turn_record(user=alice, text="The weather is fine").episode
     fact = memory_write(
@@ -246,7 +248,11 @@ def test_erasing_listed_ids_takes_their_supporting_episodes_and_nothing_else(
         include_supporting_episodes=True,
         by=op(acme_admin),
     )
+    # Listed ids are read by id (with the episodes they name), never by a scan of the user.
+    monkeypatch.setattr(preview, "memory_personal_all", lambda **_: pytest.fail("a full scan"))
+    assert preview.forget_request_dry_run(request=request).ids == [fact.id, episode.id]
     approved(request, acme_admin, django_capture_on_commit_callbacks)
+    monkeypatch.undo()
 
     done = run(request)
 
