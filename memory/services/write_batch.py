@@ -67,9 +67,8 @@ class WriteBatch:
         docs = [h.doc for h in held]
         intents_record_many(docs, [h.replayable for h in held])
         existing = backend().create(docs)
-        for h in held:
-            if h.doc.id in existing:  # an attempt of it was stored meanwhile: answer with that
-                _adopt_stored(h.doc)
+        # An attempt of some was stored meanwhile: answer with what it stored.
+        _adopt_stored([doc for doc in docs if doc.id in existing])
         by_id = {h.doc.id: h for h in held}
         try:
             intents_settle_many(docs, lambda doc: _audit(by_id[doc.id]))
@@ -129,14 +128,20 @@ def _audit(held: _Held) -> None:
     )
 
 
-def _adopt_stored(doc: MemoryDoc) -> None:
-    scope = writer_scope(tenant_id=doc.tenant_id, user_id=doc.user_id or "")
-    stored = backend().get(scope, doc.id)
-    if stored is None:  # pragma: no cover - created a moment ago, forgotten since
-        return
-    for f in dataclasses.fields(stored):
-        if f.name != "embedding":
-            setattr(doc, f.name, getattr(stored, f.name))
+def _adopt_stored(docs: list[MemoryDoc]) -> None:
+    """Each of ``docs`` takes the fields of the document stored under its id (one read per
+    owner); one forgotten since is left as it is."""
+    owners: dict[tuple[str, str], list[MemoryDoc]] = {}
+    for doc in docs:
+        owners.setdefault((doc.tenant_id, doc.user_id or ""), []).append(doc)
+    for (tenant_id, user_id), mine in owners.items():
+        scope = writer_scope(tenant_id=tenant_id, user_id=user_id)
+        stored = {s.id: s for s in backend().get_many(scope, [doc.id for doc in mine])}
+        for doc in mine:
+            if doc.id in stored:
+                for f in dataclasses.fields(stored[doc.id]):
+                    if f.name != "embedding":
+                        setattr(doc, f.name, getattr(stored[doc.id], f.name))
 
 
 def _take_back(docs: list[MemoryDoc]) -> None:
