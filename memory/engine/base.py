@@ -97,6 +97,15 @@ class MemoryBackend(ABC):
         instead of embedding their texts again). Archived documents may be left out."""
 
     @abstractmethod
+    def similarities(
+        self, scope: ReadScope, memory_ids: list[str], vector: list[float]
+    ) -> dict[str, float]:
+        """The cosine of ``vector`` (unit length) to the stored vector of each of
+        ``memory_ids`` inside ``scope`` that has one, by id, computed where the vectors are
+        (recall's dense feedback ranks the first pass's candidates by it). Archived documents
+        may be left out."""
+
+    @abstractmethod
     def update(
         self,
         doc: MemoryDoc,

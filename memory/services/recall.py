@@ -372,56 +372,59 @@ def _feedback_legs(
     leg_query: LegQuery,
     plan: ResolvedPlan,
 ) -> dict[str, list[LegHit]]:
-    """``legs`` plus a second run fed by the first pass's best hits (pseudo-relevance
-    feedback): their words the query lacks added to the lexical leg, their mean vector added
-    to the query's. The hits are read with the asker's own scope, so feedback only ever
-    reads what the asker could be shown."""
-    with store_errors():
-        docs = backend().get_many(scope, [f.id for f in fused[: plan.feedback_docs]])
-    texts = [doc.text for doc in docs if doc.text]
-    if not texts:
-        return legs
-    terms = feedback_terms(leg_query.text, texts, limit=plan.feedback_terms)
-    lexical = plan.lexical and bool(terms)
-    vector = _fed_vector(scope, leg_query.vector, docs, plan.feedback_dense) if plan.dense else None
-    if not lexical and vector is None:
-        return legs
-    fed = dataclasses.replace(
-        leg_query,
-        text=" ".join([leg_query.text, *terms]),
-        vector=vector,
-        lexical=lexical,
-        dense=vector is not None,
-    )
-    with store_errors():
-        run = backend().recall_legs(scope, fed)
-    more = {"lexical_feedback": run.lexical} if lexical else {}
-    if vector is not None:
-        more["dense_feedback"] = run.dense
-    return {**legs, **more}
+    """``legs`` plus legs fed by the first pass's best hits (pseudo-relevance feedback), read
+    with the asker's own scope, so feedback only ever reads what the asker could be shown:
+
+    - lexical: their words the query lacks, searched with the query (a second lexical leg);
+    - dense: the query vector moved towards their stored vectors (Rocchio), then the first
+      pass's candidates ranked by it (their stored vectors: one small read, no second scan
+      and no model call), so it reorders what the legs found rather than finding more."""
+    head = [f.id for f in fused[: plan.feedback_docs]]
+    more: dict[str, list[LegHit]] = {}
+    if plan.lexical and plan.feedback_terms > 0:
+        with store_errors():
+            docs = backend().get_many(scope, head)
+        terms = feedback_terms(
+            leg_query.text, [d.text for d in docs if d.text], limit=plan.feedback_terms
+        )
+        if terms:
+            fed = dataclasses.replace(
+                leg_query, text=" ".join([leg_query.text, *terms]), lexical=True, dense=False
+            )
+            with store_errors():
+                more["lexical_feedback"] = backend().recall_legs(scope, fed).lexical
+    if plan.dense and plan.feedback_dense > 0.0 and leg_query.vector is not None:
+        more["dense_feedback"] = _dense_feedback(scope, head, legs, leg_query.vector, plan)
+    return {**legs, **more} if any(more.values()) else legs
 
 
-def _fed_vector(
-    scope: ReadScope, vector: list[float] | None, docs: list[MemoryDoc], share: float
-) -> list[float] | None:
-    """The query vector plus ``share`` times the mean of ``docs``' vectors, unit length
-    (Rocchio); ``None`` when there is no query vector or no share. The stored vectors are
-    read (one small read); a document without one has its text embedded."""
-    if vector is None or share <= 0.0:
-        return None
+def _dense_feedback(
+    scope: ReadScope,
+    head: list[str],
+    legs: dict[str, list[LegHit]],
+    vector: list[float],
+    plan: ResolvedPlan,
+) -> list[LegHit]:
+    """The candidates of ``legs`` ranked by cosine to the query vector plus
+    ``feedback_dense`` times the mean of ``head``'s stored vectors, unit length (two small
+    reads: the head's vectors, then the candidates' scores, computed by the store)."""
+    found = {hit.id: hit for hits in legs.values() for hit in hits}
     with store_errors():
-        stored = backend().vectors(scope, [doc.id for doc in docs])
-    unstored = [doc.text for doc in docs if doc.id not in stored and doc.text]
-    rows = [stored[doc.id] for doc in docs if doc.id in stored]
-    if unstored:
-        rows += [list(row) for row in embedder().embed(unstored)]
-    if not rows:
-        return None
+        fed = list(backend().vectors(scope, head).values())
+    if not fed:
+        return []
     query = np.asarray(vector, dtype=np.float64)
-    mean = np.asarray(rows, dtype=np.float64).mean(axis=0)
-    moved = query + share * mean
+    moved = query + plan.feedback_dense * np.asarray(fed, dtype=np.float64).mean(axis=0)
     norm = float(np.linalg.norm(moved))
-    return (moved / norm).tolist() if norm > 0.0 else None
+    if norm <= 0.0:
+        return []
+    with store_errors():
+        scores = backend().similarities(scope, list(found), (moved / norm).tolist())
+    ranked = sorted((i for i in found if i in scores), key=lambda i: -scores[i])  # stable
+    return [
+        dataclasses.replace(found[i], score=scores[i], rank=rank)
+        for rank, i in enumerate(ranked, start=1)
+    ]
 
 
 def _hits(chosen: list[tuple[Fused, MemoryDoc]]) -> list[RecallHit]:

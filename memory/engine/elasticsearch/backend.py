@@ -136,6 +136,11 @@ class ElasticsearchBackend(MemoryBackend):
     def vectors(self, scope: ReadScope, memory_ids: list[str]) -> dict[str, list[float]]:
         return reads.vectors(self._conn, scope, memory_ids)
 
+    def similarities(
+        self, scope: ReadScope, memory_ids: list[str], vector: list[float]
+    ) -> dict[str, float]:
+        return reads.similarities(self._conn, scope, memory_ids, vector)
+
     def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
         return reads.recall_legs(self._conn, scope, query)
 

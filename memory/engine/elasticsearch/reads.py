@@ -79,6 +79,33 @@ def vectors(conn: Connection, scope: ReadScope, memory_ids: list[str]) -> dict[s
     }
 
 
+def similarities(
+    conn: Connection, scope: ReadScope, memory_ids: list[str], vector: list[float]
+) -> dict[str, float]:
+    """The cosine of ``vector`` to each document's stored vector, scored on the cluster (only
+    ids and scores come back): a kNN query whose filter is the ids, so it is exact over them."""
+    wanted = list(dict.fromkeys(memory_ids))
+    if not wanted:
+        return {}
+    body: Json = {
+        "size": len(wanted),
+        "track_total_hits": False,
+        "query": {
+            "knn": {
+                "field": "embedding",
+                "query_vector": vector,
+                "k": len(wanted),
+                "num_candidates": len(wanted),
+                "filter": [{"ids": {"values": wanted}}, *scope_filter(scope)],
+            }
+        },
+        "_source": ["id"],
+    }
+    hits = conn.search(scope, scope_routing(scope), body)["hits"]["hits"]
+    # A cosine field scores (1 + cosine) / 2.
+    return {h["_source"]["id"]: 2.0 * float(h["_score"]) - 1.0 for h in hits}
+
+
 def recall_legs(conn: Connection, scope: ReadScope, query: LegQuery) -> LegResults:
     types = recall_types(scope, query.filter)
     archives = scope_archives(conn, scope) if query.filter.include_archived else []

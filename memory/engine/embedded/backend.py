@@ -242,6 +242,22 @@ class EmbeddedBackend(MemoryBackend):
             ).fetchall()
         return {row[0]: np.frombuffer(row[1], dtype=np.float32).tolist() for row in rows}
 
+    def similarities(
+        self, scope: ReadScope, memory_ids: list[str], vector: list[float]
+    ) -> dict[str, float]:
+        with self._store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, unit FROM memories"
+                " WHERE id IN (SELECT value FROM json_each(?)) AND unit IS NOT NULL"
+                " AND tenant_id = ? AND owner IN (SELECT value FROM json_each(?))",
+                (json.dumps(memory_ids), scope.tenant_id, json.dumps(scope_owners(scope))),
+            ).fetchall()
+        if not rows:
+            return {}
+        units = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+        scores = units.reshape(len(rows), -1) @ np.asarray(vector, dtype=np.float32)
+        return {row[0]: float(score) for row, score in zip(rows, scores, strict=True)}
+
     def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
         return legs.recall_legs(self._store, scope, query)
 

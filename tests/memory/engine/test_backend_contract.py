@@ -540,7 +540,7 @@ def test_reads_leave_the_embedding_out(env, tenant):
     assert all(d.embedding is None and d.text == doc.text for d in read)
 
 
-def test_stored_vectors_are_read_inside_the_scope_only(env, tenant):
+def test_stored_vectors_and_similarities_stay_inside_the_scope(env, tenant):
     mine = make_doc(tenant, "u1", "episodic", "walked along the canal", embedding=vec(3))
     catalog = make_doc(tenant, None, "catalog", "canal boats", embedding=vec(5))
     neighbour = make_doc(tenant, "u2", "episodic", "walked along the canal", embedding=vec(3))
@@ -552,6 +552,15 @@ def test_stored_vectors_are_read_inside_the_scope_only(env, tenant):
     assert got[mine.id] == pytest.approx(vec(3), abs=1e-6)
     assert got[catalog.id] == pytest.approx(vec(5), abs=1e-6)
     assert env.backend.vectors(env.scope(tenant, "u2"), [mine.id]) == {}
+
+    scores = env.backend.similarities(
+        env.scope(tenant, "u1"), [neighbour.id, mine.id, catalog.id, "gone"], vec(3)
+    )
+    assert set(scores) == {mine.id, catalog.id}
+    assert scores[mine.id] == pytest.approx(1.0, abs=1e-3)
+    assert scores[catalog.id] == pytest.approx(
+        sum(a * b for a, b in zip(vec(3), vec(5), strict=True)), abs=1e-3
+    )
 
 
 # --- a turn's lexical context (MemoryDoc.context: indexed, matched below the text) -------------
