@@ -335,7 +335,7 @@ def copy_store(store_dir: Path, origin_size: int, size: int) -> dict[str, Any]:
         f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
         " RETURNING seq"
     )
-    for _ in range(size // len(rows) - 1):
+    for _ in range(round(size / len(rows)) - 1):  # size: about, from a store with some turns
         for row in rows:
             values = list(row)
             source = json.loads(values[at["source"]])

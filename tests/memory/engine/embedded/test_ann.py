@@ -239,3 +239,21 @@ def test_erasing_a_user_leaves_no_saved_index_of_theirs(world):
     assert nearest(holder, target) == []
     assert not list(holder._store.saved_dir.glob(f"{OWNER}.*"))
     assert saved_file(bob, owner_key("acme", "bob")).exists()  # another user's stays
+
+
+def test_a_restored_store_loads_no_saved_index_of_the_store_it_came_from(
+    world, trainings, tmp_path
+):
+    path, target, near = world
+    source = backend_at(path)
+    source.backup(into=tmp_path, name="drill", admin=None)
+    restored = backend_at(tmp_path / "restored" / "memory.sqlite3")
+    restored.ensure_ready()
+    restored._store.saved_dir.mkdir()
+    shutil.copy(saved_file(source), saved_file(restored))  # a file left from before the restore
+    restored.restore(source=tmp_path, detail={"file": "memory.sqlite3"}, admin=None)
+    assert not saved_file(restored).exists()
+    shutil.copy(saved_file(source), saved_file(restored))  # copied along with the backup
+    assert set(nearest(restored, target)) == {d.id for d in near}
+    assert len(trainings) == 1  # not the source's file: another store
+    assert nearest(source, target) == nearest(restored, target)
