@@ -112,7 +112,7 @@ class EmbeddedBackend(MemoryBackend):
         with engine_errors(), contextlib.closing(sqlite3.connect(source / detail["file"])) as copy:
             copy.backup(self._store.connection())
         self._store.forget_snapshots()  # the cached ones describe the file before the restore
-        self._store.forget_saved()  # and so do the saved dense indexes
+        self._store.saved.drop_all()  # and so do the saved dense indexes
         with self._store.transaction(write=True) as conn:  # another store: its own saved ones
             conn.execute("DELETE FROM settings WHERE name = 'instance'")
         self.ensure_ready()  # a backup of an older schema is brought up to date

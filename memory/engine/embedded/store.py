@@ -18,22 +18,14 @@ session's newest turn) and the context table (empty: no version 1 document has a
 Version 3 added ``project`` (``MemoryDoc.project``; backfilled from ``metadata.project``, where
 agents' writes kept it before), which the snapshots filter recall on.
 
-An owner's dense index is saved beside the file (``<file>-ann/<owner>.index``, ``ann``'s
-format) after it is built and after it has taken in ``SAVE_SHARE`` of its size in changes, and
-a process that has none loads it from there and catches it up from the revision it reflects.
-A delete of the owner's rows drops the file in the deleting transaction (``bump``): no file
-ever holds a forgotten or erased row. A file is replaced (``os.replace``) under the store's
-write lock and only while no delete came after the index's revision, so a save cannot race
-a delete back in. The store's ``instance`` (a random id in ``settings``, new on a restore)
-tells its files from those of a store made again at the same path.
+An owner's dense index is saved beside the file and loaded by a process that has none
+(``saved``); any delete of an owner's rows drops its saved index (``bump``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import logging
 import os
 import secrets
 import sqlite3
@@ -49,17 +41,14 @@ import numpy.typing as npt
 from memory.engine.base import EngineError
 from memory.engine.embedded import ann, snapshots
 from memory.engine.embedded.ann import DenseIndex
+from memory.engine.embedded.saved import SavedIndexes
 from memory.engine.embedded.scopes import owner_key
 from memory.engine.embedded.snapshots import Snapshot, SnapshotCache, Vector, sortable
 from memory.engine.types import MemoryDoc
 
-log = logging.getLogger(__name__)
-
 BUSY_TIMEOUT_S = 5.0
 BUILD_CHUNK = 20_000  # rows read at a time while an owner's dense index is built
 CACHE_BYTES = 256 * 2**20
-SAVE_SHARE = 0.05  # an index is saved again once it took in this share of its rows in changes
-SAVE_MIN_ROWS = 1_000
 SCHEMA_VERSION = 3
 CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
         owner, context, content='', tokenize='porter unicode61'
@@ -149,7 +138,7 @@ class Store:
         self._ann_min_rows = ann_min_rows
         self._indexes: dict[str, DenseIndex] = {}  # owners past ann_min_rows; never evicted
         self._build_lock = threading.Lock()
-        self.saved_dir = Path(f"{self.path}-ann")  # the owners' saved dense indexes
+        self.saved = SavedIndexes(self.path, dims)
 
     def connection(self) -> sqlite3.Connection:
         local = self._local
@@ -159,7 +148,7 @@ class Store:
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
             local.connection.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL
-            local.connection.create_function("saved_index_drop", 1, self._saved_drop)
+            local.connection.create_function("saved_index_drop", 1, self.saved.drop)
             local.pid = os.getpid()
         return local.connection
 
@@ -182,11 +171,6 @@ class Store:
         """Drop every cached snapshot (after the file was replaced under them by a restore)."""
         self._cache = SnapshotCache(self._cache_bytes)
         self._indexes = {}
-
-    def forget_saved(self) -> None:
-        """Remove every saved dense index (the file they describe was replaced)."""
-        for path in self.saved_dir.glob("*"):
-            path.unlink(missing_ok=True)
 
     def snapshot(
         self, conn: sqlite3.Connection, owner: str, tenant_id: str, keep: Collection[str] = ()
@@ -232,9 +216,10 @@ class Store:
     def _in_step(
         self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
     ) -> Snapshot:
-        """``snapshot`` with the owner's dense index brought up to its revision: built once the
-        owner holds ``ann_min_rows`` vectors, then fed every row written since (a write, a
-        usage bump, an update) and cleared of every row gone (a forget, an erasure)."""
+        """``snapshot`` with the owner's dense index brought up to its revision: built (or
+        loaded from its saved file) once the owner holds ``ann_min_rows`` vectors, then fed
+        every row written since (a write, a usage bump, an update) and cleared of every row
+        gone (a forget, an erasure); saved again when ``SavedIndexes.due``."""
         index = self._indexes.get(owner)
         if index is None:
             if int(snapshot.has_unit.sum()) < self._ann_min_rows:
@@ -243,11 +228,8 @@ class Store:
         with index.lock:
             if snapshot.rev > index.rev:
                 self._catch_up(conn, owner, tenant_id, index, snapshot)
-            if len(index) >= self._ann_min_rows and (
-                index.saved_purged != index.purged
-                or index.changed >= max(SAVE_MIN_ROWS, SAVE_SHARE * len(index))
-            ):
-                self._save(conn, owner, tenant_id, index)
+            if self.saved.due(index, self._ann_min_rows):
+                self.saved.save(conn, owner, tenant_id, index)
         if snapshot.dense is index and not len(snapshot.units):
             return snapshot
         return dataclasses.replace(snapshot, units=snapshot.units[:0], dense=index)
@@ -259,7 +241,7 @@ class Store:
         with self._build_lock:
             index = self._indexes.get(owner)
             if index is None:
-                index = self._load_saved(conn, owner, tenant_id, snapshot)
+                index = self.saved.load(conn, owner, tenant_id, snapshot.rev, snapshot.purged)
                 if index is None:
                     present = snapshot.seqs[snapshot.has_unit]
                     picks = np.linspace(0, len(present) - 1, ann.sample_size(len(present)))
@@ -269,71 +251,6 @@ class Store:
                     self._catch_up(conn, owner, tenant_id, index, snapshot)
                 self._indexes[owner] = index
         return index
-
-    # --- saved indexes (``ann``'s file format; see the module's docstring) ----------------------
-    def _saved_path(self, owner: str) -> Path:
-        return self.saved_dir / f"{owner}.index"
-
-    def _saved_for(self, conn: sqlite3.Connection, owner: str, tenant_id: str) -> dict[str, Any]:
-        row = conn.execute("SELECT value FROM settings WHERE name = 'instance'").fetchone()
-        return {"store": row[0] if row else None, "owner": owner, "tenant": tenant_id}
-
-    def _load_saved(
-        self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
-    ) -> DenseIndex | None:
-        about = self._saved_for(conn, owner, tenant_id)
-        index = DenseIndex.load(self._saved_path(owner), about, self.dims)
-        if index is not None and (index.rev > snapshot.rev or index.purged > snapshot.purged):
-            log.warning("saved dense index of %s is ahead of the store: built again", owner)
-            return None
-        return index
-
-    def _save(
-        self, conn: sqlite3.Connection, owner: str, tenant_id: str, index: DenseIndex
-    ) -> None:
-        """Write ``index`` (its lock held) beside the store unless a file as new is there. A
-        failure is logged, never raised: the next process builds the index itself."""
-        index.changed, index.saved_purged = 0, index.purged
-        about = self._saved_for(conn, owner, tenant_id)
-        target = self._saved_path(owner)
-        if about["store"] is None or self._saved_is_current(target, index):
-            return
-        temp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-        try:
-            target.parent.mkdir(exist_ok=True)
-            index.save(temp, about)
-            with contextlib.closing(
-                sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            ) as lock:
-                lock.execute("BEGIN IMMEDIATE")  # a delete drops the file under this lock
-                (purged,) = lock.execute(
-                    "SELECT purged FROM owners WHERE owner = ?", (owner,)
-                ).fetchone() or (None,)
-                if purged == index.purged:  # else rows went after its revision: not saved
-                    os.replace(temp, target)
-                lock.execute("COMMIT")
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("dense index of %s not saved: %s", owner, exc)
-        finally:
-            temp.unlink(missing_ok=True)
-
-    def _saved_is_current(self, target: Path, index: DenseIndex) -> bool:
-        try:
-            with target.open("rb") as file:
-                meta = ann.saved_meta(file)
-        except (OSError, ValueError):
-            return False
-        return (
-            meta is not None
-            and meta.get("purged") == index.purged
-            and (int(meta.get("rev", 0)) >= index.rev)
-        )
-
-    def _saved_drop(self, owner: str) -> None:
-        """Remove the owner's saved index and any being written (``bump``, in the deleting
-        transaction: if this fails, so does the delete)."""
-        for path in self.saved_dir.glob(f"{owner}.*"):
-            path.unlink(missing_ok=True)
 
     def _catch_up(
         self,
@@ -481,7 +398,7 @@ def migrate_project(conn: sqlite3.Connection, columns: set[str]) -> None:
 
 def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
     """Count a write to ``owner``; a delete also counts as a purge (snapshots reload whole, the
-    owner's saved dense index is removed: ``Store._saved_drop``)."""
+    owner's saved dense index is removed: ``SavedIndexes.drop``)."""
     if purged:
         conn.execute("SELECT saved_index_drop(?)", (owner,))
     (rev,) = conn.execute(

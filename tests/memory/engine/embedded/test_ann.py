@@ -64,12 +64,12 @@ def nearest(backend: EmbeddedBackend, vector: np.ndarray, size: int = 5) -> list
 
 
 def saved_file(backend: EmbeddedBackend, owner: str = OWNER) -> Path:
-    return backend._store.saved_dir / f"{owner}.index"
+    return backend._store.saved.path(owner)
 
 
 def saved_seqs(backend: EmbeddedBackend) -> set[int]:
     with backend._store.transaction() as conn:
-        about = backend._store._saved_for(conn, OWNER, "acme")
+        about = backend._store.saved.about(conn, OWNER, "acme")
     index = DenseIndex.load(saved_file(backend), about, DIMS)
     assert index is not None
     return set(index.seqs().tolist())
@@ -206,9 +206,9 @@ def test_a_save_that_would_race_a_delete_is_not_kept(world):
     backend_at(path).delete(near[0])  # after the holder's revision
     with holder._store.transaction() as conn, index.lock:
         index.saved_purged = None  # as if due
-        holder._store._save(conn, OWNER, "acme", index)
+        holder._store.saved.save(conn, OWNER, "acme", index)
     assert not saved_file(holder).exists()
-    assert not list(holder._store.saved_dir.glob("*.tmp"))
+    assert not list(holder._store.saved.folder.glob("*.tmp"))
 
 
 def test_erasing_a_user_leaves_no_saved_index_of_theirs(world):
@@ -237,7 +237,7 @@ def test_erasing_a_user_leaves_no_saved_index_of_theirs(world):
         eraser.delete_ids(tenant_id="acme", user_id="alice", memory_type="semantic", ids=ids)
         nearest(holder, target)  # the holder catches up between the erasure's pages
     assert nearest(holder, target) == []
-    assert not list(holder._store.saved_dir.glob(f"{OWNER}.*"))
+    assert not list(holder._store.saved.folder.glob(f"{OWNER}.*"))
     assert saved_file(bob, owner_key("acme", "bob")).exists()  # another user's stays
 
 
@@ -249,7 +249,7 @@ def test_a_restored_store_loads_no_saved_index_of_the_store_it_came_from(
     source.backup(into=tmp_path, name="drill", admin=None)
     restored = backend_at(tmp_path / "restored" / "memory.sqlite3")
     restored.ensure_ready()
-    restored._store.saved_dir.mkdir()
+    restored._store.saved.folder.mkdir()
     shutil.copy(saved_file(source), saved_file(restored))  # a file left from before the restore
     restored.restore(source=tmp_path, detail={"file": "memory.sqlite3"}, admin=None)
     assert not saved_file(restored).exists()
