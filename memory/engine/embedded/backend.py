@@ -34,6 +34,7 @@ from memory.engine.embedded.store import (
     encode,
     engine_errors,
     migrate,
+    new_instance,
     store_rows,
     unindex_row,
 )
@@ -91,6 +92,7 @@ class EmbeddedBackend(MemoryBackend):
             for statement in archive.SCHEMA:
                 conn.execute(statement)
             conn.execute("INSERT OR IGNORE INTO settings VALUES ('dims', ?)", (self.dims,))
+            conn.execute("INSERT OR IGNORE INTO settings VALUES ('instance', ?)", (new_instance(),))
             (dims,) = conn.execute("SELECT value FROM settings WHERE name = 'dims'").fetchone()
         if dims != self.dims:  # another embedding model wrote these vectors
             raise EngineError(f"embedded store {self.path} holds {dims}-d vectors, not {self.dims}")
@@ -112,6 +114,9 @@ class EmbeddedBackend(MemoryBackend):
         with engine_errors(), contextlib.closing(sqlite3.connect(source / detail["file"])) as copy:
             copy.backup(self._store.connection())
         self._store.forget_snapshots()  # the cached ones describe the file before the restore
+        self._store.saved.drop_all()  # and so do the saved dense indexes
+        with self._store.transaction(write=True) as conn:  # another store: its own saved ones
+            conn.execute("DELETE FROM settings WHERE name = 'instance'")
         self.ensure_ready()  # a backup of an older schema is brought up to date
 
     def is_empty(self) -> bool:

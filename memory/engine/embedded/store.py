@@ -17,6 +17,9 @@ store's file up to date in the same transaction as ``ensure_ready``. Version 2 a
 session's newest turn) and the context table (empty: no version 1 document has a context).
 Version 3 added ``project`` (``MemoryDoc.project``; backfilled from ``metadata.project``, where
 agents' writes kept it before), which the snapshots filter recall on.
+
+An owner's dense index is saved beside the file and loaded by a process that has none
+(``saved``); any delete of an owner's rows drops its saved index (``bump``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator
@@ -37,6 +41,7 @@ import numpy.typing as npt
 from memory.engine.base import EngineError
 from memory.engine.embedded import ann, snapshots
 from memory.engine.embedded.ann import DenseIndex
+from memory.engine.embedded.saved import SavedIndexes
 from memory.engine.embedded.scopes import owner_key
 from memory.engine.embedded.snapshots import Snapshot, SnapshotCache, Vector, sortable
 from memory.engine.types import MemoryDoc
@@ -133,6 +138,7 @@ class Store:
         self._ann_min_rows = ann_min_rows
         self._indexes: dict[str, DenseIndex] = {}  # owners past ann_min_rows; never evicted
         self._build_lock = threading.Lock()
+        self.saved = SavedIndexes(self.path, dims)
 
     def connection(self) -> sqlite3.Connection:
         local = self._local
@@ -142,6 +148,7 @@ class Store:
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
             local.connection.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL
+            local.connection.create_function("saved_index_drop", 1, self.saved.drop)
             local.pid = os.getpid()
         return local.connection
 
@@ -209,9 +216,10 @@ class Store:
     def _in_step(
         self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
     ) -> Snapshot:
-        """``snapshot`` with the owner's dense index brought up to its revision: built once the
-        owner holds ``ann_min_rows`` vectors, then fed every row written since (a write, a
-        usage bump, an update) and cleared of every row gone (a forget, an erasure)."""
+        """``snapshot`` with the owner's dense index brought up to its revision: built (or
+        loaded from its saved file) once the owner holds ``ann_min_rows`` vectors, then fed
+        every row written since (a write, a usage bump, an update) and cleared of every row
+        gone (a forget, an erasure); saved again when ``SavedIndexes.due``."""
         index = self._indexes.get(owner)
         if index is None:
             if int(snapshot.has_unit.sum()) < self._ann_min_rows:
@@ -220,6 +228,8 @@ class Store:
         with index.lock:
             if snapshot.rev > index.rev:
                 self._catch_up(conn, owner, tenant_id, index, snapshot)
+            if self.saved.due(index, self._ann_min_rows):
+                self.saved.save(conn, owner, tenant_id, index)
         if snapshot.dense is index and not len(snapshot.units):
             return snapshot
         return dataclasses.replace(snapshot, units=snapshot.units[:0], dense=index)
@@ -227,13 +237,16 @@ class Store:
     def _build(
         self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
     ) -> DenseIndex:
+        """The owner's saved index, or else a new one trained on a sample of its vectors."""
         with self._build_lock:
             index = self._indexes.get(owner)
             if index is None:
-                present = snapshot.seqs[snapshot.has_unit]
-                picks = np.linspace(0, len(present) - 1, ann.sample_size(len(present)))
-                sample = self._units(conn, present[np.unique(picks.astype(np.intp))])[1]
-                index = DenseIndex(self.dims, sample)
+                index = self.saved.load(conn, owner, tenant_id, snapshot.rev, snapshot.purged)
+                if index is None:
+                    present = snapshot.seqs[snapshot.has_unit]
+                    picks = np.linspace(0, len(present) - 1, ann.sample_size(len(present)))
+                    sample = self._units(conn, present[np.unique(picks.astype(np.intp))])[1]
+                    index = DenseIndex.trained(self.dims, sample)
                 with index.lock:
                     self._catch_up(conn, owner, tenant_id, index, snapshot)
                 self._indexes[owner] = index
@@ -384,7 +397,10 @@ def migrate_project(conn: sqlite3.Connection, columns: set[str]) -> None:
 
 
 def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
-    """Count a write to ``owner``; a delete also counts as a purge (snapshots reload whole)."""
+    """Count a write to ``owner``; a delete also counts as a purge (snapshots reload whole, the
+    owner's saved dense index is removed: ``SavedIndexes.drop``)."""
+    if purged:
+        conn.execute("SELECT saved_index_drop(?)", (owner,))
     (rev,) = conn.execute(
         "INSERT INTO owners (owner, rev, purged) VALUES (?, 1, ?) ON CONFLICT (owner)"
         " DO UPDATE SET rev = rev + 1, purged = purged + excluded.purged RETURNING rev",
@@ -449,6 +465,11 @@ def context_delete(conn: sqlite3.Connection, seq: int, fields: tuple[str, str] |
             " VALUES ('delete', ?, ?, ?)",
             (seq, *fields),
         )
+
+
+def new_instance() -> int:
+    """A store's ``instance``: which store its saved dense indexes were saved from."""
+    return secrets.randbits(62)
 
 
 def encode(doc: MemoryDoc, dims: int) -> Encoded:

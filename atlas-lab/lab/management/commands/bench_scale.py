@@ -7,7 +7,9 @@ once through ``memory_import`` with **cached vectors**: embedding a million text
 model is out of reach here, so ``--distinct`` synthetic texts are embedded once with the
 configured model (kept as ``vectors.npy``) and each loaded memory takes one of them plus small
 noise (its text is a synthetic sentence of its own, for FTS5). Queries and turns are embedded
-by the model itself.
+by the model itself. ``--copies-of 100000`` makes a missing larger size from that size's file
+instead (its rows copied with new ids and fresh noise on the vectors, FTS rows written alike):
+how the 1M store is made, the loader taking about an hour at 1M on a busy machine.
 
 Every figure comes from a child process per (size, checkout, round), so peak RSS is that of
 one process serving one user: the first recall (snapshot load, index build), then the
@@ -24,11 +26,13 @@ import json
 import os
 import random
 import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -94,6 +98,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_path", default="")
         parser.add_argument("--child", choices=["load", "run", "floor"], default=None)
         parser.add_argument("--size", type=int, default=0)
+        parser.add_argument("--copies-of", type=int, default=0, help="make a size from this one")
 
     def handle(self, *args: Any, **o: Any) -> None:
         store_dir = Path(o["store_dir"])
@@ -107,6 +112,9 @@ class Command(BaseCommand):
         here = str(Path(settings.BASE_DIR))
         rows: list[dict[str, Any]] = []
         for size in sizes:
+            if not (store_dir / f"scale-{size}.json").exists() and o["copies_of"]:
+                self.stdout.write(f"copying {o['copies_of']} memories to {size} ...")
+                rows.append(copy_store(store_dir, o["copies_of"], size) | {"code": "copy"})
             if not (store_dir / f"scale-{size}.json").exists():
                 self.stdout.write(f"loading {size} memories ...")
                 loader = (o["compare"] or [here])[0]  # the same load for every checkout
@@ -135,7 +143,11 @@ class Command(BaseCommand):
             "--size", str(size), "--store-dir", str(store_dir), "--recalls", str(o["recalls"]),
             "--turns", str(o["turns"]), "--distinct", str(o["distinct"]),
         ]  # fmt: skip
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)  # noqa: S603
+        # In the checkout's own folder: Celery's Django fixup puts the working directory first
+        # on sys.path, so a child started from another checkout imported that one's apps.
+        done = subprocess.run(  # noqa: S603
+            command, env=env, cwd=root, capture_output=True, text=True, check=False
+        )
         for line in done.stdout.splitlines():
             if line.startswith("RESULT "):
                 return json.loads(line[len("RESULT ") :]) | {"loadavg": _loadavg()}
@@ -298,6 +310,59 @@ class Command(BaseCommand):
             "recall_cpu_ms": p50(cpus),
             "peak_rss_mb": peak_rss_mb(),
         }
+
+
+def copy_store(store_dir: Path, origin_size: int, size: int) -> dict[str, Any]:
+    """Make the ``size`` store from the ``origin_size`` one: the file copied, then its rows again
+    with new ids, each unit vector with fresh noise (``NOISE / 20`` per dimension, as the load
+    adds), until it holds ``size`` rows; the FTS rows written as the store writes them."""
+    started = time.perf_counter()
+    target = store_dir / f"scale-{size}.sqlite3"
+    with (
+        sqlite3.connect(store_dir / f"scale-{origin_size}.sqlite3") as origin,
+        sqlite3.connect(target) as copy,
+    ):
+        origin.backup(copy)
+    conn = sqlite3.connect(target, isolation_level=None)
+    conn.execute("DELETE FROM settings WHERE name = 'instance'")  # another store
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(memories)") if row[1] != "seq"]
+    rows = conn.execute(f"SELECT {', '.join(columns)} FROM memories ORDER BY seq").fetchall()  # noqa: S608 - the table's own names
+    noise = np.random.default_rng(size)
+    at = {name: n for n, name in enumerate(columns)}
+    conn.execute("BEGIN")
+    (rev,) = conn.execute("UPDATE owners SET rev = rev + 1 RETURNING rev").fetchone()
+    insert = (
+        f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"  # noqa: S608
+        " RETURNING seq"
+    )
+    for _ in range(round(size / len(rows)) - 1):  # size: about, from a store with some turns
+        for row in rows:
+            values = list(row)
+            source = json.loads(values[at["source"]])
+            source["id"] = values[at["id"]] = uuid.uuid4().hex
+            unit = np.frombuffer(values[at["unit"]], dtype=np.float32)
+            unit = unit + NOISE / 20 * noise.standard_normal(unit.shape).astype(np.float32)
+            unit /= np.linalg.norm(unit)
+            values[at["unit"]] = unit.tobytes()
+            values[at["embedding"]] = unit.astype(np.float64).tobytes()
+            values[at["source"]] = json.dumps(source, ensure_ascii=False)
+            values[at["rev"]] = rev
+            (seq,) = conn.execute(insert, values).fetchone()
+            fields = [source.get(name) for name in ("text", "name", "description", "trigger")]
+            conn.execute(
+                "INSERT INTO memories_fts (rowid, owner, text, name, description, trigger_text)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (seq, values[at["owner"]], *fields),
+            )
+            if source.get("context"):
+                conn.execute(
+                    "INSERT INTO memories_context_fts (rowid, owner, context) VALUES (?, ?, ?)",
+                    (seq, values[at["owner"]], source["context"]),
+                )
+    conn.execute("COMMIT")
+    conn.close()
+    shutil.copy(store_dir / f"scale-{origin_size}.json", store_dir / f"scale-{size}.json")
+    return {"size": size, "copy_s": round(time.perf_counter() - started, 1)}
 
 
 def _loadavg() -> str:

@@ -1,0 +1,119 @@
+"""The owners' dense indexes saved beside the store's file: ``<file>-ann/<owner>.index`` in
+``ann``'s format, so that a new process loads an owner's index instead of training it again
+(150 s of CPU at a million vectors).
+
+``store`` saves an index after it is built and once it has taken in ``SAVE_SHARE`` of its
+rows in changes, and loads it when a process has none, then catches it up from the revision
+it reflects. A delete of the owner's rows drops the file in the deleting transaction
+(``store.bump`` calls ``drop`` through a SQLite function; if it fails, so does the delete):
+no file ever holds a forgotten or erased row. A save replaces the file (``os.replace``) under
+the store's write lock, and only while no delete came after the index's revision, so it
+cannot race a delete back in. The store's ``instance`` (a random id in ``settings``, new on a
+restore) tells its files from those of another store made at the same path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from memory.engine.embedded import ann
+from memory.engine.embedded.ann import DenseIndex
+
+log = logging.getLogger(__name__)
+
+SAVE_SHARE = 0.05  # an index is saved again once it took in this share of its rows in changes
+SAVE_MIN_ROWS = 1_000
+LOCK_TIMEOUT_S = 5.0
+
+
+class SavedIndexes:
+    """The saved indexes of the store at ``store_path`` (of ``dims``-d vectors)."""
+
+    def __init__(self, store_path: Path, dims: int) -> None:
+        self.store_path = store_path
+        self.dims = dims
+        self.folder = Path(f"{store_path}-ann")
+
+    def path(self, owner: str) -> Path:
+        return self.folder / f"{owner}.index"
+
+    def about(self, conn: sqlite3.Connection, owner: str, tenant_id: str) -> dict[str, Any]:
+        """What an owner's file is saved for: this store (its instance), the owner, its tenant."""
+        row = conn.execute("SELECT value FROM settings WHERE name = 'instance'").fetchone()
+        return {"store": row[0] if row else None, "owner": owner, "tenant": tenant_id}
+
+    def load(
+        self, conn: sqlite3.Connection, owner: str, tenant_id: str, rev: int, purged: int
+    ) -> DenseIndex | None:
+        """The owner's saved index if it is sound and not ahead of the store (``rev``,
+        ``purged``: the owner's as the caller's transaction sees them); the caller catches it up."""
+        index = DenseIndex.load(self.path(owner), self.about(conn, owner, tenant_id), self.dims)
+        if index is not None and (index.rev > rev or index.purged > purged):
+            log.warning("saved dense index of %s is ahead of the store: built again", owner)
+            return None
+        return index
+
+    @staticmethod
+    def due(index: DenseIndex, min_rows: int) -> bool:
+        """Whether ``index`` should be saved: never saved since a build or a delete, or it took
+        in enough changes since its file was written (a large index is not rewritten per write)."""
+        if len(index) < min_rows:
+            return False
+        return index.saved_purged != index.purged or index.changed >= max(
+            SAVE_MIN_ROWS, SAVE_SHARE * len(index)
+        )
+
+    def save(self, conn: sqlite3.Connection, owner: str, tenant_id: str, index: DenseIndex) -> None:
+        """Write ``index`` (its lock held) unless a file as new is there. A failure is logged,
+        never raised: the next process builds the index itself."""
+        index.changed, index.saved_purged = 0, index.purged
+        about = self.about(conn, owner, tenant_id)
+        target = self.path(owner)
+        if about["store"] is None or self._is_current(target, index):
+            return
+        temp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            self.folder.mkdir(exist_ok=True)
+            index.save(temp, about)
+            with contextlib.closing(
+                sqlite3.connect(self.store_path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+            ) as lock:
+                lock.execute("BEGIN IMMEDIATE")  # a delete drops the file under this lock
+                (purged,) = lock.execute(
+                    "SELECT purged FROM owners WHERE owner = ?", (owner,)
+                ).fetchone() or (None,)
+                if purged == index.purged:  # else rows went after its revision: not saved
+                    os.replace(temp, target)
+                lock.execute("COMMIT")
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("dense index of %s not saved: %s", owner, exc)
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def _is_current(self, target: Path, index: DenseIndex) -> bool:
+        try:
+            with target.open("rb") as file:
+                meta = ann.saved_meta(file)
+        except (OSError, ValueError):
+            return False
+        return (
+            meta is not None
+            and meta.get("purged") == index.purged
+            and int(meta.get("rev", 0)) >= index.rev
+        )
+
+    def drop(self, owner: str) -> None:
+        """Remove the owner's saved index and any being written (in a deleting transaction)."""
+        for path in self.folder.glob(f"{owner}.*"):
+            path.unlink(missing_ok=True)
+
+    def drop_all(self) -> None:
+        """Remove every saved index (the store's file was replaced under them)."""
+        for path in self.folder.glob("*"):
+            path.unlink(missing_ok=True)
