@@ -334,7 +334,12 @@ def metrics_totals(port: int, scrapes: int) -> list[dict[str, int]]:
 # -------------------------------------------------------------------------------- the run --
 
 
+def _stopped(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")  # the finally blocks stop what was started
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stopped)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=28710)
     parser.add_argument("--web", type=int, default=3, help="gunicorn workers")
@@ -372,6 +377,7 @@ def main() -> int:
         for thread in threads:
             thread.start()
         time.sleep(args.before)
+        nodes = len(os.environ["ATLAS_ES_URL"].split(","))  # the cluster's, all back again
         victim = admin.primary_node(index_pattern)  # the node with the user's primary shard
         number = victim.rsplit("-", 1)[1]
         subprocess.run([*CLUSTER, "kill", number], check=True)  # noqa: S603
@@ -385,7 +391,7 @@ def main() -> int:
         while True:
             try:
                 health = admin.health()
-                if health["status"] == "green" and health["number_of_nodes"] == 3:
+                if health["status"] == "green" and health["number_of_nodes"] == nodes:
                     break
             except RuntimeError:
                 pass

@@ -6,6 +6,8 @@
 # Everything it started is stopped again, whatever happens. Needs `make services` (PostgreSQL,
 # Redis, and the ES distribution it unpacks) and root (the nodes run as the services' user).
 # Arguments go to driver.py (--web, --writers, --readers, --before, --down, --after, --json).
+# SCALEOUT_NODES (default 3) sets the cluster's size: the test suite runs it with 2
+# (tests/deploy/test_scaleout.py); SCALEOUT_RUN_DIR where the run keeps its logs and files.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -20,6 +22,8 @@ set +a
 # The shared PostgreSQL and Redis, but a database and Redis databases of this run's own.
 SCALEOUT_DB=${SCALEOUT_DB:-atlas_scaleout_run}
 SCALEOUT_REDIS_DB=${SCALEOUT_REDIS_DB:-14}
+SCALEOUT_NODES=${SCALEOUT_NODES:-3}
+SCALEOUT_RUN_DIR=${SCALEOUT_RUN_DIR:-var/scaleout}
 redis_base=${REDIS_URL%/*}
 pg_base=${DATABASE_URL%/*}
 
@@ -28,27 +32,26 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-bash "$CLUSTER" up 3 >var/scaleout-cluster.env.tmp
-grep '^ATLAS_ES_' var/scaleout-cluster.env.tmp >var/scaleout-cluster.env
-rm -f var/scaleout-cluster.env.tmp
+rm -rf "$SCALEOUT_RUN_DIR"
+mkdir -p "$SCALEOUT_RUN_DIR/var"
+bash "$CLUSTER" up "$SCALEOUT_NODES" >"$SCALEOUT_RUN_DIR/cluster.env.tmp"
+grep '^ATLAS_ES_' "$SCALEOUT_RUN_DIR/cluster.env.tmp" >"$SCALEOUT_RUN_DIR/cluster.env"
 set -a
 # shellcheck disable=SC1091
-source var/scaleout-cluster.env
+source "$SCALEOUT_RUN_DIR/cluster.env"
 set +a
 export DATABASE_URL="$pg_base/$SCALEOUT_DB"
 export CELERY_BROKER_URL="$redis_base/$SCALEOUT_REDIS_DB"
 export ATLAS_CACHE_URL="$redis_base/$((SCALEOUT_REDIS_DB + 1))"
 export REDIS_URL="$ATLAS_CACHE_URL"
 export ATLAS_ES_REPLICAS=1 ATLAS_MEMORY_BACKEND=elasticsearch
-export ATLAS_VAR_DIR="$REPO_ROOT/var/scaleout/var"
+export ATLAS_VAR_DIR="$REPO_ROOT/$SCALEOUT_RUN_DIR/var"
 export ATLAS_RATE_WRITE=100000/min ATLAS_RATE_RECALL=100000/min ATLAS_RATE_READ=100000/min
 # Longer cluster budgets than the defaults (5 s reads, 10 s writes): on the shared 2-core machine
 # at a load average of 30, recalls timed out before any node was killed.
 export ATLAS_ES_READ_TIMEOUT_S=${ATLAS_ES_READ_TIMEOUT_S:-15} ATLAS_ES_TIMEOUT_S=${ATLAS_ES_TIMEOUT_S:-30}
 export DJANGO_SETTINGS_MODULE=atlas_platform.settings
 export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
-rm -rf var/scaleout
-mkdir -p "$ATLAS_VAR_DIR"
 redis-cli -u "$CELERY_BROKER_URL" flushdb >/dev/null
 redis-cli -u "$ATLAS_CACHE_URL" flushdb >/dev/null
 "$PY" - <<PYEOF
@@ -58,4 +61,4 @@ with psycopg.connect("$pg_base/postgres", autocommit=True) as conn:
     conn.execute('CREATE DATABASE "$SCALEOUT_DB"')
 PYEOF
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$PY" deploy/scaleout/driver.py "$@"
+"$PY" deploy/scaleout/driver.py --run-dir "$SCALEOUT_RUN_DIR" --json "$SCALEOUT_RUN_DIR/scaleout.json" "$@"
