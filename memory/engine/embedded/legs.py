@@ -6,7 +6,11 @@ entries (their document frequencies, FTS5's own through ``fts5vocab``), the lexi
 the terms found in more than ``COMMON_SHARE`` of the rows, keeps the rest rarest first while they
 fit ``LEXICAL_POSTINGS`` (the rarest always), and SQLite itself keeps the best
 ``LEXICAL_FETCH`` x size by BM25 (``ORDER BY ... LIMIT``) instead of every match reaching
-Python: the common words of a long turn never pull every row. Below ``LEXICAL_FULL`` (every
+Python: the common words of a long turn never pull every row. When even the rarest term alone
+has more than ``LEXICAL_POSTINGS`` entries (a query of common words only, over a million
+memories), its newest rows are searched (a rowid window sized to hold about that many of them,
+widened to every row if the caller's filter leaves too few), so no query scores a term's
+whole posting list. Below ``LEXICAL_FULL`` (every
 store of a few thousand memories) nothing changes: every match is ranked with its
 multipliers, as before.
 """
@@ -120,18 +124,34 @@ def _lexical(
     masked: list[tuple[Snapshot, snapshots.Mask]],
     query: LegQuery,
 ) -> list[Candidate]:
-    terms, _, bounded = _bounded_terms(conn, list(dict.fromkeys(lexical_terms(query.text))))
+    terms, postings, bounded = _bounded_terms(conn, list(dict.fromkeys(lexical_terms(query.text))))
     if not terms or not owners:
         return []
     limit = LEXICAL_FETCH * query.size if bounded else None
+    floor = _window_floor(conn, postings) if bounded else 0
     while True:
-        seqs, bm25, full = _bm25(conn, terms, owners, query, limit)
+        seqs, bm25, full = _bm25(conn, terms, owners, query, limit, floor)
         candidates: list[Candidate] = []
         for snapshot, mask in masked:
             candidates += snapshots.lexical_candidates(snapshot, mask, seqs, bm25, query)
-        if limit is None or len(candidates) >= query.size or not full:
+        if limit is None or len(candidates) >= query.size:
             return _top(candidates, query.size)
-        limit *= 8  # the filter kept too few of SQLite's best: ask for more
+        if full:
+            limit *= 8  # the filter kept too few of SQLite's best: ask for more
+        elif floor:
+            floor = 0  # too few in the window: every row
+        else:
+            return _top(candidates, query.size)
+
+
+def _window_floor(conn: sqlite3.Connection, postings: int) -> int:
+    """The lowest rowid a bounded search reads: 0 (every row) when its terms fit
+    ``LEXICAL_POSTINGS``, else the start of the newest rows that hold about that many of
+    their entries (spread evenly over the rowids, as far as this knows)."""
+    if postings <= LEXICAL_POSTINGS:
+        return 0
+    (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()
+    return max(0, int(top) - int(int(top) * LEXICAL_POSTINGS / postings))
 
 
 def _bm25(
@@ -140,9 +160,10 @@ def _bm25(
     owners: list[str],
     query: LegQuery,
     limit: int | None,
+    floor: int = 0,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], bool]:
-    """The matches' seqs and BM25 (the best ``limit`` of each table, or all); whether a
-    table returned a full ``limit``."""
+    """The matches' seqs and BM25 (the best ``limit`` of each table, or all; rowids from
+    ``floor`` on); whether a table returned a full ``limit``."""
     # Field weights as the Elasticsearch backend's; the owner column only filters.
     tables = [("memories_fts", "0, 1, 0.5, 0.3, 0.5", "{text name description trigger_text}", 1.0)]
     boost = max(0.0, float(query.context_boost))
@@ -154,9 +175,10 @@ def _bm25(
     full = False
     for table, weights, columns, factor in tables:
         sql = f"SELECT rowid, -bm25({table}, {weights}) AS score FROM {table} WHERE {table} MATCH ?"  # noqa: S608 - fixed text
+        sql += " AND rowid >= ?"
         if limit is not None:
             sql += f" ORDER BY score DESC LIMIT {int(limit)}"
-        rows = conn.execute(sql, (_match_expression(terms, owners, columns),)).fetchall()
+        rows = conn.execute(sql, (_match_expression(terms, owners, columns), floor)).fetchall()
         full |= limit is not None and len(rows) >= limit
         for seq, score in rows:
             scores[seq] = scores.get(seq, 0.0) + factor * score

@@ -212,3 +212,24 @@ def test_a_long_message_reads_only_its_rare_terms(path, monkeypatch):
     assert not {"sister", "car", "weather"} & words
     hits = recall(backend, message, unit(rng), size=5).lexical
     assert hits[0].id == rare.id
+
+
+def test_a_term_past_the_postings_bound_is_searched_in_its_newest_rows(path, monkeypatch):
+    rng = np.random.default_rng(10)
+    backend = backend_at(path)
+    old = [doc("alice", f"the garden needs water {n}", unit(rng)) for n in range(200)]
+    new = [doc("alice", f"the garden needs light {n}", unit(rng)) for n in range(100)]
+    backend.write(old)
+    backend.write(new)
+    monkeypatch.setattr(legs, "LEXICAL_FULL", 10)
+    monkeypatch.setattr(legs, "LEXICAL_POSTINGS", 60)
+
+    hits = recall(backend, "garden", unit(rng), size=10).lexical
+
+    with backend._store.transaction() as conn:
+        assert legs._window_floor(conn, 300) == 300 - 300 * 60 // 300  # the newest ~60 rows
+    newest = {d.id for d in new}
+    assert len(hits) == 10 and {h.id for h in hits} <= newest  # read from the newest rows
+    # A filter the window cannot satisfy widens it to every row: the old rows are found.
+    first_old = recall(backend, "garden", unit(rng), size=10, ids=tuple(d.id for d in old[:3]))
+    assert {h.id for h in first_old.lexical} == {d.id for d in old[:3]}
