@@ -66,7 +66,7 @@ def test_facts_citing_the_window_are_written_and_others_dropped(alice, chat):
 
 
 def test_a_runs_new_facts_and_playbooks_are_written_as_one_batch(alice, chat, monkeypatch):
-    from memory.services import writes
+    from memory.services import common, writes
 
     tea, fix = say(alice, "I only drink green tea", "Holding the reset button fixed the hub")
     steps = ["Hold the reset button for 10 seconds", "Re-pair in the app"]
@@ -85,7 +85,7 @@ def test_a_runs_new_facts_and_playbooks_are_written_as_one_batch(alice, chat, mo
     ]  # fmt: skip
     calls: list[int] = []
     stored: list[int] = []
-    real_embedder, store = writes.embedder, type(backend())
+    real_embedder, store = common.embedder, type(backend())
     real_create = store.create
 
     class Counted:

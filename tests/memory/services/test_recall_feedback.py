@@ -122,14 +122,14 @@ def test_feedback_reads_only_the_askers_own_memories(people) -> None:
 
 
 def test_dense_feedback_adds_a_dense_leg_of_the_askers_hits(people, monkeypatch) -> None:
-    from memory.services import recall
+    from memory.services import common, recall
 
     memory_import(
         user=people.alice,
         memories=[turn("The kiln cracked during the glaze firing", 1), turn("Tea at four", 2)],
     )
     embedded: list[list[str]] = []
-    real_embedder = recall.embedder
+    real_embedder = common.embedder
 
     class Counted:
         def __init__(self) -> None:
