@@ -95,7 +95,8 @@ def similarities(
                 "field": "embedding",
                 "query_vector": vector,
                 "k": len(wanted),
-                "num_candidates": len(wanted),
+                # More candidates than the filter can match: the node searches them exactly.
+                "num_candidates": min(10_000, 2 * len(wanted) + 10),
                 "filter": [{"ids": {"values": wanted}}, *scope_filter(scope)],
             }
         },
