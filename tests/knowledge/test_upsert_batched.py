@@ -91,26 +91,15 @@ def test_a_sync_resending_its_notes_embeds_only_the_changed_ones(people, monkeyp
 
 
 def test_a_run_of_upserts_is_one_embedding_call_and_one_store_write(people, monkeypatch):
-    from memory.services import common, documents
-
     project = project_of(people.alice)
-    embeds: list[int] = []
     writes: list[int] = []
-    real_embedder, real_write = common.embedder, type(backend()).write
-
-    class Counted:
-        def __init__(self) -> None:
-            self.model = real_embedder()
-
-        def embed(self, texts: list[str]) -> Any:
-            embeds.append(len(texts))
-            return self.model.embed(texts)
+    real_write = type(backend()).write
 
     def write(self: Any, docs: list[Any]) -> None:
         writes.append(len(docs))
         real_write(self, docs)
 
-    monkeypatch.setattr(documents, "embedder", Counted)
+    embeds = counted_embeds(monkeypatch)
     monkeypatch.setattr(type(backend()), "write", write)
 
     outcomes = upserts(people, project, NOTES)

@@ -238,18 +238,18 @@ class EmbeddedBackend(MemoryBackend):
         return [found[memory_id] for memory_id in memory_ids if memory_id in found]
 
     def vectors(self, scope: ReadScope, memory_ids: list[str]) -> dict[str, list[float]]:
-        with self._store.transaction() as conn:
-            rows = conn.execute(
-                "SELECT id, unit FROM memories"
-                " WHERE id IN (SELECT value FROM json_each(?)) AND unit IS NOT NULL"
-                " AND tenant_id = ? AND owner IN (SELECT value FROM json_each(?))",
-                (json.dumps(memory_ids), scope.tenant_id, json.dumps(scope_owners(scope))),
-            ).fetchall()
-        return {row[0]: np.frombuffer(row[1], dtype=np.float32).tolist() for row in rows}
+        ids, units = self._units(scope, memory_ids)
+        return {memory_id: unit.tolist() for memory_id, unit in zip(ids, units, strict=True)}
 
     def similarities(
         self, scope: ReadScope, memory_ids: list[str], vector: list[float]
     ) -> dict[str, float]:
+        ids, units = self._units(scope, memory_ids)
+        scores = units @ np.asarray(vector, dtype=np.float32)
+        return {memory_id: float(score) for memory_id, score in zip(ids, scores, strict=True)}
+
+    def _units(self, scope: ReadScope, memory_ids: list[str]) -> tuple[list[str], np.ndarray]:
+        """The stored unit vectors of those of ``memory_ids`` inside ``scope`` (one row each)."""
         with self._store.transaction() as conn:
             rows = conn.execute(
                 "SELECT id, unit FROM memories"
@@ -257,11 +257,8 @@ class EmbeddedBackend(MemoryBackend):
                 " AND tenant_id = ? AND owner IN (SELECT value FROM json_each(?))",
                 (json.dumps(memory_ids), scope.tenant_id, json.dumps(scope_owners(scope))),
             ).fetchall()
-        if not rows:
-            return {}
         units = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
-        scores = units.reshape(len(rows), -1) @ np.asarray(vector, dtype=np.float32)
-        return {row[0]: float(score) for row, score in zip(rows, scores, strict=True)}
+        return [row[0] for row in rows], units.reshape(len(rows), self._store.dims)
 
     def recall_legs(self, scope: ReadScope, query: LegQuery) -> LegResults:
         return legs.recall_legs(self._store, scope, query)
