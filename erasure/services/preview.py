@@ -82,11 +82,11 @@ def forget_request_dry_run(*, request: ForgetRequest) -> Preview:
         return preview_of(request, docs)
     # Listed ids: those documents (and the episodes they name), not every memory of the user.
     docs = memory_personal_get(tenant_id=tenant_id, user_id=user_id, memory_ids=request.memory_ids)
-    if request.include_supporting_episodes:
-        support = [e for d in docs for e in d.supporting_episode_ids]
-        docs = memory_personal_get(
-            tenant_id=tenant_id, user_id=user_id, memory_ids=[*(d.id for d in docs), *support]
-        )
+    listed = {d.id for d in docs}
+    support = [e for d in docs for e in d.supporting_episode_ids if e not in listed]
+    if request.include_supporting_episodes and support:
+        docs += memory_personal_get(tenant_id=tenant_id, user_id=user_id, memory_ids=support)
+        docs.sort(key=lambda d: (d.created_at, d.id))
     return preview_of(request, docs)
 
 
