@@ -54,6 +54,28 @@ def test_text_only_turns_share_a_session_until_a_quiet_gap(people, settings) -> 
     assert memory_json(second, compact=True)["session_inferred"] is True
 
 
+def test_the_first_turn_of_an_opened_session_reads_no_previous_turn(
+    people, settings, monkeypatch
+) -> None:
+    settings.ATLAS_SESSION_GAP_S = 1800
+    reads: list[str] = []
+    store = type(backend())
+    real = store.previous_turn
+
+    def counted(self, **kwargs):
+        reads.append(kwargs["session_id"])
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(store, "previous_turn", counted)
+    first = said(people.alice, "Did you go and meet the greyhound?", 0)
+    second = said(people.alice, "We did! She's coming home Saturday", 3)
+    named = said(people.alice, "Back to the quarterly plan", 5, session_id="planning")
+
+    assert reads == [first.session_id, "planning"]  # the opened session's first turn: none
+    assert second.session_id == first.session_id and named.session_id == "planning"
+    assert "greyhound" in (stored(people.alice, second).context or "")
+
+
 def test_the_turns_own_timestamp_decides_not_the_clock(people, settings) -> None:
     """A history sent now with its own dates is split where the dates say, however fast it
     arrives."""
