@@ -346,6 +346,10 @@ ATLAS_AUDIT_RETENTION_FLOOR_DAYS = env.int("ATLAS_AUDIT_RETENTION_FLOOR_DAYS", d
 #   ATLAS_RERANKER_MODEL_PATH / _TOKENIZER_PATH / _MAX_TOKENS (256) / _BATCH (32) /
 #   _THREADS (2: a cross-encoder scores ~80 long pairs inside a budget)   onnx
 ATLAS_EMBEDDING = EmbedderSettings.from_env(env, models_dir=str(VAR_DIR / "models"))
+# BLAS threads per process (numpy's OpenBLAS, memory.threads): one, since a server runs a
+# request per worker on every core and a second thread per matrix product roughly doubled a
+# recall's CPU for no gain in wall time (docs/performance.md). 0 leaves OpenBLAS's default.
+ATLAS_BLAS_THREADS = env.int("ATLAS_BLAS_THREADS", default=1)
 ATLAS_RERANKING = RerankerSettings.from_env(env)
 
 # Recall's knobs, one typed group (atlas_platform.config.RecallSettings; read as

@@ -7,12 +7,16 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.conf import settings
         from django.core import checks
 
         from atlas_platform.idempotency import register_write_identity
         from memory.checks import check_index_prefix
         from memory.exports import register
         from memory.services.intents import replay_begin, replay_end
+        from memory.threads import blas_threads_limit
+
+        blas_threads_limit(settings.ATLAS_BLAS_THREADS)
 
         register()  # the memories section of the user export
         # A REST write claimed by its Idempotency-Key makes the ids its seed derives.

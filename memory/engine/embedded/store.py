@@ -139,6 +139,8 @@ class Store:
         self._indexes: dict[str, DenseIndex] = {}  # owners past ann_min_rows; never evicted
         self._build_lock = threading.Lock()
         self.saved = SavedIndexes(self.path, dims)
+        # A term's documents and the store's rows when they were counted (legs._bounded_terms).
+        self.term_frequencies: dict[str, tuple[int, int]] = {}
 
     def connection(self) -> sqlite3.Connection:
         local = self._local

@@ -206,7 +206,9 @@ def test_a_long_message_reads_only_its_rare_terms(path, monkeypatch):
     message = "so my sister called about the car again and the weather today " * 6
     message += "and did I ever book those zeppelin tickets?"
     with backend._store.transaction() as conn:
-        terms, postings, bounded = legs._bounded_terms(conn, lexical_terms(message))
+        terms, postings, bounded = legs._bounded_terms(
+            conn, backend._store, lexical_terms(message), 401
+        )
     words = {term.strip("?") for term in terms}
     assert bounded and postings <= 100 and {"zeppelin", "tickets"} <= words
     assert not {"sister", "car", "weather"} & words
@@ -226,10 +228,76 @@ def test_a_term_past_the_postings_bound_is_searched_in_its_newest_rows(path, mon
 
     hits = recall(backend, "garden", unit(rng), size=10).lexical
 
-    with backend._store.transaction() as conn:
-        assert legs._window_floor(conn, 300) == 300 - 300 * 60 // 300  # the newest ~60 rows
+    assert legs._window_floor(300, 300) == 300 - 300 * 60 // 300  # the newest ~60 rows
     newest = {d.id for d in new}
     assert len(hits) == 10 and {h.id for h in hits} <= newest  # read from the newest rows
     # A filter the window cannot satisfy widens it to every row: the old rows are found.
     first_old = recall(backend, "garden", unit(rng), size=10, ids=tuple(d.id for d in old[:3]))
     assert {h.id for h in first_old.lexical} == {d.id for d in old[:3]}
+
+
+def test_past_the_head_sqlite_keeps_the_best_matches_and_the_top_is_unchanged(path, monkeypatch):
+    rng = np.random.default_rng(11)
+    backend = backend_at(path)
+    texts = [f"note {n} about the weather and the garden" for n in range(300)]
+    texts += [f"the garden pond and the weather station {n}" for n in range(5)]
+    backend.write([doc("alice", text, unit(rng)) for text in texts])
+    reads = []
+    monkeypatch.setattr(legs, "_bm25", spy(legs._bm25, reads))
+    headed = recall(backend, "garden weather pond", unit(rng), size=10).lexical
+    assert reads[-1][4] == legs.LEXICAL_FETCH * 10  # 305 matches: SQLite keeps the best 80
+    monkeypatch.setattr(legs, "LEXICAL_FETCH", 1000)
+    everything = recall(backend, "garden weather pond", unit(rng), size=10).lexical
+    assert reads[-1][4] is None  # fewer matches than the head: every one reaches Python
+    assert [(h.id, h.score) for h in headed] == [(h.id, h.score) for h in everything]
+
+
+def spy(function, calls):
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def test_an_owner_holding_most_of_the_store_is_matched_without_its_key(path, monkeypatch):
+    rng = np.random.default_rng(12)
+    backend = backend_at(path)
+    hoses = [doc("alice", f"the garden hose {n}", unit(rng)) for n in range(60)]
+    sheds = [doc("bob", f"the garden shed {n}", unit(rng)) for n in range(10)]
+    backend.write(hoses)
+    backend.write(sheds)
+    bob = ReadScope(tenant_id="acme", user_id="bob")
+    calls = []
+    monkeypatch.setattr(legs, "_bm25", spy(legs._bm25, calls))
+
+    alices = recall(backend, "garden", unit(rng), size=80).lexical
+    bobs = recall(backend, "garden", unit(rng), scope=bob, size=80).lexical
+
+    assert calls[0][2] is None  # alice holds 60 of 70 rows: no owner key in MATCH
+    assert owner_key("acme", "bob") in calls[1][2]  # bob's 10 (and the catalog): by key
+    assert {h.id for h in alices} == {d.id for d in hoses}
+    assert {h.id for h in bobs} == {d.id for d in sheds}
+    monkeypatch.setattr(legs, "OWNED_SHARE", 2.0)  # every owner matched by its key
+    keyed = recall(backend, "garden", unit(rng), size=80).lexical
+    assert owner_key("acme", "alice") in calls[2][2]
+    assert [(h.id, h.score) for h in keyed] == [(h.id, h.score) for h in alices]
+
+
+def test_a_large_stores_term_frequencies_are_read_again_only_as_it_grows(path, monkeypatch):
+    rng = np.random.default_rng(13)
+    backend = backend_at(path)
+    backend.write([doc("alice", f"the heron at the pond {n}", unit(rng)) for n in range(100)])
+    monkeypatch.setattr(legs, "FREQUENCY_ROWS", 50)
+    recall(backend, "heron", unit(rng))
+    assert backend._store.term_frequencies["heron"] == (100, 100)
+    backend.write([doc("alice", f"another heron {n}", unit(rng)) for n in range(4)])
+    recall(backend, "heron", unit(rng))
+    assert backend._store.term_frequencies["heron"] == (100, 100)  # within 5 %: kept
+    backend.write([doc("alice", f"more herons {n}", unit(rng)) for n in range(10)])
+    recall(backend, "heron", unit(rng))
+    assert backend._store.term_frequencies["heron"] == (114, 114)  # past it: counted again
+    monkeypatch.setattr(legs, "FREQUENCY_ROWS", 1000)
+    backend._store.term_frequencies.clear()
+    recall(backend, "heron", unit(rng))
+    assert backend._store.term_frequencies == {}  # a small store counts every time
