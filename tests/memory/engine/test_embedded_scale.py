@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -242,7 +243,7 @@ def test_past_the_head_sqlite_keeps_the_best_matches_and_the_top_is_unchanged(pa
     texts = [f"note {n} about the weather and the garden" for n in range(300)]
     texts += [f"the garden pond and the weather station {n}" for n in range(5)]
     backend.write([doc("alice", text, unit(rng)) for text in texts])
-    reads = []
+    reads: list[tuple[Any, ...]] = []
     monkeypatch.setattr(legs, "_bm25", spy(legs._bm25, reads))
     headed = recall(backend, "garden weather pond", unit(rng), size=10).lexical
     assert reads[-1][4] == legs.LEXICAL_FETCH * 10  # 305 matches: SQLite keeps the best 80
@@ -268,7 +269,7 @@ def test_an_owner_holding_most_of_the_store_is_matched_without_its_key(path, mon
     backend.write(hoses)
     backend.write(sheds)
     bob = ReadScope(tenant_id="acme", user_id="bob")
-    calls = []
+    calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(legs, "_bm25", spy(legs._bm25, calls))
 
     alices = recall(backend, "garden", unit(rng), size=80).lexical
