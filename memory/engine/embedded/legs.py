@@ -32,7 +32,7 @@ from memory.engine.embedded.store import Store, decode, unit_vector
 from memory.engine.types import LegHit, LegQuery, LegResults, MemoryDoc, ReadScope
 from memory.query import lexical_terms
 
-LEXICAL_POSTINGS = 50_000  # index entries one query may read (its rarest terms that fit)
+LEXICAL_POSTINGS = 20_000  # index entries one query may read (its rarest terms that fit)
 LEXICAL_FULL = 20_000  # up to here every match is ranked in Python (exactly as before)
 COMMON_SHARE = 0.05  # past LEXICAL_FULL, a term in more of the rows than this is dropped
 LEXICAL_FETCH = 8  # x size: the matches SQLite keeps by BM25 (all of them when fewer)

@@ -197,7 +197,7 @@ def recall_mask(
 ) -> Mask:
     """The rows a leg may rank: the kinds and the filter's window; ``only_seqs``: the rows of
     the filter's ``ids`` (none other is ranked)."""
-    mask = np.isin(snapshot.kinds, [KIND_CODES[kind] for kind in kinds])
+    mask = kinds_table(kinds)[snapshot.kinds]  # a lookup: np.isin sorts all rows (~6x slower)
     if only_seqs is not None:
         mask &= np.isin(snapshot.seqs, only_seqs)
     if not wanted.include_superseded:
@@ -212,6 +212,13 @@ def recall_mask(
             scoped |= snapshot.projects == ""
         mask &= scoped | (snapshot.kinds == KIND_CODES["catalog"])
     return mask
+
+
+def kinds_table(kinds: tuple[MemoryType, ...]) -> Mask:
+    """True at the codes of ``kinds``, to index with a column of codes."""
+    table = np.zeros(256, dtype=np.bool_)
+    table[[KIND_CODES[kind] for kind in kinds]] = True
+    return table
 
 
 def lexical_candidates(
