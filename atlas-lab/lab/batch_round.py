@@ -14,6 +14,7 @@ of each part. Only APIs both trees offer are used.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import random
@@ -48,6 +49,13 @@ def main() -> None:
     from lab.management.commands.bench_knowledge import note
     from memory.public import searchable_embed
 
+    def apply(operations: list[Any]) -> Any:
+        # A tree from before batches knew their agent (31ba811, the batch issue's baseline)
+        # takes the user and the operations only.
+        if "agent" in inspect.signature(operations_apply).parameters:
+            return operations_apply(user=user, agent=agent, operations=operations)
+        return operations_apply(user=user, operations=operations)
+
     rng = random.Random(11)  # noqa: S311 - synthetic data
     user = bench_user("bench-batch")
     agent = agent_register(user=user, slug="bench").agent
@@ -69,7 +77,7 @@ def main() -> None:
             ]
             operations = [parse_operation(agent, item) for item in items]
             w0, c0 = time.perf_counter(), time.process_time()
-            outcomes = operations_apply(user=user, agent=agent, operations=operations)
+            outcomes = apply(operations)
             wall += time.perf_counter() - w0
             cpu += time.process_time() - c0
             applied += sum(x.status == "applied" for x in outcomes)
@@ -89,7 +97,7 @@ def main() -> None:
                 for n, (path, content) in enumerate(notes[start : start + o.ops])
             ]
             operations = [parse_operation(agent, item) for item in items]
-            outcomes = operations_apply(user=user, agent=agent, operations=operations)
+            outcomes = apply(operations)
             indexed += sum(x.status == "applied" for x in outcomes)
         result["entities"] = {
             "count": indexed,
