@@ -30,6 +30,7 @@ re-run).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -148,6 +149,75 @@ def ledger_claim(
             existing.refresh_from_db()
             return existing
     raise KeyInProgress(settings.ATLAS_WRITE_LEASE_S)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """``ledger_claim``'s arguments, for ``ledger_claim_fresh``."""
+
+    scope: str
+    key: str
+    request: str
+    request_hash: str
+    seed: str
+    ttl: timedelta
+    tenant_id: int
+    user_id: int | None
+    owner: str = ""
+
+
+def ledger_claim_fresh(claims: Sequence[Claim]) -> dict[str, LedgerEntry]:
+    """New entries, in one INSERT, for the claims (of one scope, each key once) whose key no
+    entry holds yet, by key. A key held already (answered, in progress, expired) gets none here
+    and nothing changes for it: ``ledger_claim`` it, which replays, refuses or takes over. Runs
+    inside the caller's transaction, as ``ledger_claim``."""
+    if not claims:
+        return {}
+    if len({c.scope for c in claims}) > 1 or len({c.key for c in claims}) < len(claims):
+        raise ValueError("ledger_claim_fresh takes claims of one scope, each key once.")
+    moment, lease = timezone.now(), _lease()
+    entries = [
+        LedgerEntry(
+            scope=c.scope,
+            key=c.key,
+            owner=c.owner,
+            tenant_pk=c.tenant_id,
+            user_pk=c.user_id,
+            request=c.request,
+            request_hash=c.request_hash,
+            seed=c.seed,
+            created_at=moment,
+            lease_until=lease,
+            expires_at=moment + c.ttl,
+        )
+        for c in claims
+    ]
+    connection = transaction.get_connection()
+    fields = [f for f in LedgerEntry._meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (
+        f"INSERT INTO {quote(LedgerEntry._meta.db_table)}"  # noqa: S608 - the model's own names
+        f" ({', '.join(quote(f.column) for f in fields)}) VALUES {', '.join([row] * len(entries))}"
+        f" ON CONFLICT ({quote('scope')}, {quote('key')}) DO NOTHING"
+        f" RETURNING {quote('id')}, {quote('scope')}, {quote('key')}"
+    )
+    values = [
+        field.get_db_prep_save(getattr(entry, field.attname), connection)
+        for entry in entries
+        for field in fields
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        made = {(scope, key): pk for pk, scope, key in cursor.fetchall()}
+    fresh: dict[str, LedgerEntry] = {}
+    for entry in entries:
+        pk = made.get((entry.scope, entry.key))
+        if pk is not None:
+            entry.pk = pk
+            entry._state.adding, entry._state.db = False, connection.alias
+            fresh[entry.key] = entry
+    return fresh
 
 
 def _answer(entry: LedgerEntry, *, owner: str, request: str, request_hash: str) -> Replay | None:

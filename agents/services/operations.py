@@ -43,11 +43,13 @@ from agents.models import Agent
 from agents.selectors import ledger_owner, ledger_scope
 from atlas_platform.exceptions import AtlasError, Unavailable
 from atlas_platform.ledger import (
+    Claim,
     KeyInProgress,
     KeyOfAnotherOwner,
     KeyReused,
     Replay,
     ledger_claim,
+    ledger_claim_fresh,
     ledger_complete,
     ledger_complete_many,
     ledger_release,
@@ -239,10 +241,14 @@ def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> li
 def _claim_run(
     user: User, agent: Agent | None, run: list[Operation]
 ) -> dict[str, LedgerEntry | Outcome]:
-    """Every operation's claim (or its answer: a duplicate, a refusal), in one transaction."""
+    """Every operation's claim (or its answer: a duplicate, a refusal), in one transaction:
+    the new ids' claims in one INSERT, then an id the ledger holds already alone."""
     claims: dict[str, LedgerEntry | Outcome] = {}
     with transaction.atomic():
+        claims.update(ledger_claim_fresh([_ledger_claim(user, agent, op) for op in run]))
         for op in run:
+            if op.id in claims:
+                continue
             try:
                 claims[op.id] = _claim(user, agent, op)
             except AtlasError as exc:
@@ -283,17 +289,18 @@ def _claim(user: User, agent: Agent | None, op: Operation) -> LedgerEntry | Outc
     """The operation's claim in the ledger (go ahead), or the answer for an id seen before:
     ``duplicate`` (its first result), or raises: 409 another agent's, 422 another payload,
     503 still being applied. A record past its retention no longer counts: the id is new."""
+    claim = _ledger_claim(user, agent, op)
     try:
         claimed = ledger_claim(
-            scope=ledger_scope(user),
-            key=op.id,
-            request=op.kind,
-            request_hash=op.request_hash,
-            seed=f"op:{user.tenant_id}:{user.pk}:{op.id}:{op.request_hash}",
-            ttl=timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS),
-            tenant_id=user.tenant_id,
-            user_id=user.pk,
-            owner=ledger_owner(agent),
+            scope=claim.scope,
+            key=claim.key,
+            request=claim.request,
+            request_hash=claim.request_hash,
+            seed=claim.seed,
+            ttl=claim.ttl,
+            tenant_id=claim.tenant_id,
+            user_id=claim.user_id,
+            owner=claim.owner,
         )
     except KeyOfAnotherOwner:
         raise OperationIdOfAnotherAgent(
@@ -313,6 +320,20 @@ def _claim(user: User, agent: Agent | None, op: Operation) -> LedgerEntry | Outc
     if isinstance(claimed, Replay):
         return _replayed(op, claimed)
     return claimed
+
+
+def _ledger_claim(user: User, agent: Agent | None, op: Operation) -> Claim:
+    return Claim(
+        scope=ledger_scope(user),
+        key=op.id,
+        request=op.kind,
+        request_hash=op.request_hash,
+        seed=f"op:{user.tenant_id}:{user.pk}:{op.id}:{op.request_hash}",
+        ttl=timedelta(days=settings.ATLAS_OPERATION_TTL_DAYS),
+        tenant_id=user.tenant_id,
+        user_id=user.pk,
+        owner=ledger_owner(agent),
+    )
 
 
 def _replayed(op: Operation, stored: Replay) -> Outcome:

@@ -128,11 +128,11 @@ def intent_settle(doc: MemoryDoc, audit: Callable[[], object]) -> bool:
 
 
 def intents_settle_many(
-    docs: Sequence[MemoryDoc], audit: Callable[[MemoryDoc], object]
+    docs: Sequence[MemoryDoc], audit: Callable[[list[MemoryDoc]], object]
 ) -> list[MemoryDoc]:
-    """``intent_settle`` for many writes in one transaction: each document's audit row
-    (``audit(doc)``) written where its intent moves to audited (or where it has none); returns
-    the documents audited now (an earlier attempt's audited ones are not)."""
+    """``intent_settle`` for many writes in one transaction: the audit rows of the documents
+    whose intent moves to audited (or that have none) written by one ``audit(those)`` call;
+    returns those documents (an earlier attempt's audited ones are not among them)."""
     ids = [doc.id for doc in docs]
     with transaction.atomic():
         pending = WriteIntent.objects.filter(memory_id__in=ids, state=WriteIntent.State.PENDING)
@@ -147,8 +147,8 @@ def intents_settle_many(
                 WriteIntent.objects.filter(memory_id__in=ids).values_list("memory_id", flat=True)
             )
         audited = [doc for doc in docs if doc.id in moved or doc.id not in known]
-        for doc in audited:
-            audit(doc)
+        if audited:
+            audit(audited)
         WriteIntent.objects.filter(memory_id__in=ids, replayable=False).delete()
     return audited
 

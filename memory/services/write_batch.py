@@ -38,7 +38,7 @@ from memory.services.intents import (
 )
 from memory.services.scoping import writer_scope
 from tenants.models import User
-from tenants.services.audit import audit_record
+from tenants.services.audit import AuditEntry, audit_record_many
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class WriteBatch:
         _adopt_stored([doc for doc in docs if doc.id in existing])
         by_id = {h.doc.id: h for h in held}
         try:
-            intents_settle_many(docs, lambda doc: _audit(by_id[doc.id]))
+            intents_settle_many(docs, lambda audited: _audit([by_id[d.id] for d in audited]))
         except Exception:
             _take_back(docs)
             raise
@@ -117,14 +117,19 @@ def write_defer(user: User, doc: MemoryDoc, action: str, **extra: Any) -> bool:
     return True
 
 
-def _audit(held: _Held) -> None:
-    """The audit row of one held write (ids and kinds only, as ``writes._audit``'s)."""
-    doc = held.doc
-    audit_record(
-        action=held.action,
-        tenant=held.user.tenant,
-        subject_user=held.user,
-        metadata={"memory_id": doc.id, "memory_type": doc.memory_type, **held.extra},
+def _audit(held: list[_Held]) -> None:
+    """The audit rows of held writes, in one INSERT (ids and kinds only, as
+    ``writes._audit``'s)."""
+    audit_record_many(
+        [
+            AuditEntry(
+                action=h.action,
+                tenant=h.user.tenant,
+                subject_user=h.user,
+                metadata={"memory_id": h.doc.id, "memory_type": h.doc.memory_type, **h.extra},
+            )
+            for h in held
+        ]
     )
 
 

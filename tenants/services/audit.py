@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +47,43 @@ def audit_record(
         target_type=target._meta.label_lower if target is not None else "",
         target_id=str(target.pk) if target is not None else "",
         metadata=metadata or {},
+    )
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One event for ``audit_record_many`` (``audit_record``'s arguments, no target)."""
+
+    action: str
+    tenant: Tenant | None
+    subject_user: User | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def audit_record_many(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
+    """``audit_record`` for many events in one INSERT (a batch of writes settled together),
+    each attributed to the current actor and request. Inside the service's transaction, as
+    ``audit_record``."""
+    if not entries:
+        return []
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit_record_many must run inside the service's transaction.")
+    actor = current_actor()
+    request_id = current_request_id()
+    return AuditEvent.objects.bulk_create(
+        [
+            AuditEvent(
+                request_id=request_id,
+                actor_type=actor.type,
+                actor_id=actor.id,
+                actor_label=actor.label,
+                tenant=entry.tenant,
+                subject_user=entry.subject_user,
+                action=entry.action,
+                metadata=entry.metadata,
+            )
+            for entry in entries
+        ]
     )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from atlas_platform.models import LedgerEntry
 from memory.models import WriteIntent
@@ -74,6 +76,24 @@ def test_a_run_of_writes_is_one_store_call_each_audited_once(
     assert not LedgerEntry.objects.filter(status_code=None).exists()
     stored = backend().get_many(user_read_scope(alice), ids)
     assert [d.text for d in stored] == texts
+
+
+def test_a_runs_claims_and_audit_rows_are_one_insert_each(api, alice, alice_bound, store):
+    texts = [f"Counted fact {n}: shelf {n} holds the spare cables" for n in range(30)]
+    with CaptureQueriesContext(connection) as queries:
+        results = batch(
+            api, alice_bound, *(op(f"c{n}", "memory.write", text=t) for n, t in enumerate(texts))
+        )
+
+    assert {r["status"] for r in results} == {"applied"}
+    inserts = [q["sql"].split("(")[0].strip() for q in queries if q["sql"].startswith("INSERT")]
+    assert inserts.count('INSERT INTO "atlas_platform_ledgerentry"') == 1
+    assert inserts.count('INSERT INTO "tenants_auditevent"') == 1
+    savepoints = sum(q["sql"].startswith("SAVEPOINT") for q in queries)
+    assert savepoints < 10  # the request's own, none per operation (a claim each had one)
+    ids = [r["result"]["id"] for r in results]
+    assert [audits(i) for i in ids] == [1] * 30
+    assert LedgerEntry.objects.filter(key__startswith="c", status_code=200).count() == 30
 
 
 def test_a_later_operation_reads_what_an_earlier_one_of_the_batch_wrote(

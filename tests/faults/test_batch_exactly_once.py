@@ -79,7 +79,7 @@ def test_the_store_call_of_the_batch_failed(carol, monkeypatch):
 def test_the_database_went_away_before_the_batchs_audit_rows_committed(carol, monkeypatch):
     import memory.services.write_batch as write_batch
 
-    once(monkeypatch, write_batch, "audit_record", OperationalError("connection closed"))
+    once(monkeypatch, write_batch, "audit_record_many", OperationalError("connection closed"))
 
     retried_then_once(carol)
 
@@ -90,7 +90,7 @@ def test_the_audit_rows_and_the_undo_of_one_write_both_failed(carol, monkeypatch
     writing it again; the others are written afresh."""
     import memory.services.write_batch as write_batch
 
-    once(monkeypatch, write_batch, "audit_record", OperationalError("the database went away"))
+    once(monkeypatch, write_batch, "audit_record_many", OperationalError("the database went away"))
     once(monkeypatch, type(backend()), "delete", EngineError("the store went away too"))
 
     first = send(carol)

@@ -173,3 +173,40 @@ def test_audit_record_outside_a_transaction_is_a_programming_error():
     with pytest.raises(RuntimeError):
         audit_record(action="x", tenant=tenant)
     assert not AuditEvent.objects.exists()
+
+
+def test_audit_record_many_writes_each_event_in_one_insert(acme):
+    from django.test.utils import CaptureQueriesContext
+
+    from tenants.services.audit import AuditEntry, audit_record_many
+
+    zed = user_create(tenant=acme, external_id="zed")
+    entries = [
+        AuditEntry(action="memory.write", tenant=acme, subject_user=zed, metadata={"n": n})
+        for n in range(5)
+    ]
+    actor = Actor(type="token", id="3", label="agent")
+    with (
+        acting_as(actor),
+        request_id("req-batch"),
+        transaction.atomic(),
+        CaptureQueriesContext(connection) as queries,
+    ):
+        audit_record_many(entries)
+
+    assert sum(q["sql"].startswith('INSERT INTO "tenants_auditevent"') for q in queries) == 1
+    events = AuditEvent.objects.filter(action="memory.write").order_by("id")
+    assert [e.metadata["n"] for e in events] == [0, 1, 2, 3, 4]
+    assert {(e.actor_type, e.actor_id, e.request_id, e.subject_user_id) for e in events} == {
+        ("token", "3", "req-batch", zed.pk)
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_audit_record_many_outside_a_transaction_is_a_programming_error():
+    from tenants.services.audit import AuditEntry, audit_record_many
+
+    tenant = Tenant.objects.create(slug="solo", name="Solo")
+    with pytest.raises(RuntimeError):
+        audit_record_many([AuditEntry(action="x", tenant=tenant)])
+    assert not AuditEvent.objects.exists()
