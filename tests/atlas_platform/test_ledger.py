@@ -114,3 +114,22 @@ def test_claims_of_several_scopes_or_a_key_twice_are_refused():
         with pytest.raises(ValueError, match="one scope, each key once"):
             ledger_claim_fresh(claims)
     assert not LedgerEntry.objects.exists()
+
+
+def test_many_answers_are_stored_in_one_update_each_with_its_own_body():
+    from atlas_platform.ledger import ledger_complete_many
+
+    with transaction.atomic():
+        fresh = ledger_claim_fresh([claim(f"a{n}") for n in range(4)])
+    bodies = [{"id": "m0"}, {"id": "m1", "note": "café ☕"}, [1, 2], {"nested": {"x": None}}]
+    answers = [(fresh[f"a{n}"], 200 + n, body) for n, body in enumerate(bodies)]
+
+    with CaptureQueriesContext(connection) as queries:
+        ledger_complete_many(answers=answers)
+
+    assert sum(q["sql"].startswith("UPDATE") for q in queries) == 1
+    for n, body in enumerate(bodies):
+        row = LedgerEntry.objects.get(key=f"a{n}")
+        assert (row.status_code, row.response, row.lease_until) == (200 + n, body, None)
+        assert by_one(claim(f"a{n}")) == Replay(status_code=200 + n, body=body)
+    assert LedgerEntry.objects.get(key="a0").seed == "op:a0"  # nothing else changed
