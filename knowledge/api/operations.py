@@ -3,6 +3,7 @@ and ``POST .../entities`` with an ``Operation-Id`` header apply it exactly once)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agents.api.operations import Kind
@@ -10,8 +11,12 @@ from agents.models import Agent
 from atlas_platform.exceptions import AtlasError
 from knowledge.api import serializers as s
 from knowledge.parsing import parse_note
+from knowledge.services.batches import (
+    entity_upserts_prepare,
+    entity_upserts_together,
+    prepared_upsert,
+)
 from knowledge.services.entities import Upserted, entity_upsert
-from memory.public import searchable_writes_together
 
 
 def upsert_json(done: Upserted) -> dict[str, Any]:
@@ -19,7 +24,12 @@ def upsert_json(done: Upserted) -> dict[str, Any]:
 
 
 def _upsert(agent: Agent, args: dict[str, Any]) -> dict[str, Any]:
-    return upsert_json(entity_upsert(user=agent.user, **args))
+    done = prepared_upsert(args)  # applied with its run's (``entity_upserts_prepare``)
+    return upsert_json(done if done is not None else entity_upsert(user=agent.user, **args))
+
+
+def _prepare(agent: Agent, many: Sequence[dict[str, Any]]) -> None:
+    entity_upserts_prepare(user=agent.user, requests=many)
 
 
 def _search_text(args: dict[str, Any]) -> str | None:
@@ -36,5 +46,6 @@ ENTITY_UPSERT = Kind(
     _upsert,
     lambda args: True,
     together=_search_text,
-    block=searchable_writes_together,
+    block=entity_upserts_together,
+    prepare=_prepare,
 )
