@@ -20,7 +20,12 @@ from knowledge.services.entities import Upserted, entity_upsert
 
 
 def upsert_json(done: Upserted) -> dict[str, Any]:
-    return dict(s.UpsertOut(done).data)
+    return dict(_UPSERT_OUT.to_representation(done))
+
+
+# One serializer for every answer: a new one per answer copies its (nested) fields each time,
+# the most of an upsert's answer; representing an object keeps no state on the serializer.
+_UPSERT_OUT = s.UpsertOut()
 
 
 def _upsert(agent: Agent, args: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """A block of upserts at once (``entities_upsert`` inside ``entity_upserts_together``, what a
-batch's run of ``entity.upsert`` operations does): the statements a block takes do not grow
-with its notes, and every note ends as ``entity_upsert`` one by one leaves it (outcomes,
-versions, revisions, edges, audit events, seen machines), the cases this path leaves alone
-(a move, a tombstone written again, two notes of one key) included."""
+batch's run of ``entity.upsert`` operations does): the statements a block takes, and those of
+the whole operations batch (its claims and answers too), do not grow with its notes; and every
+note ends as ``entity_upsert`` one by one leaves it (outcomes, versions, revisions, edges, audit
+events, seen machines), the cases this path leaves alone (a move, a tombstone written again,
+two notes of one key) included."""
 
 from __future__ import annotations
 
@@ -65,6 +66,37 @@ def test_a_blocks_statements_do_not_grow_with_its_notes(people):
     for kind in ("new", "again", "edited", "stale"):
         assert counts["small", kind] == counts["large", kind], (kind, counts)
     assert counts["large", "new"] <= 12, counts
+
+
+def test_a_syncs_batch_takes_the_same_statements_for_10_notes_as_for_40(people):
+    agent = agent_register(user=people.alice, slug="sync").agent
+
+    def sync(project: Any, batch: list[tuple[str, str]], name: str, **extra: Any) -> int:
+        items = [
+            {
+                "id": f"{name}-{n}",
+                "op": "entity.upsert",
+                "args": {"project_key": project.key, "path": path, "content": content, **extra},
+            }
+            for n, (path, content) in enumerate(batch)
+        ]
+        operations = [parse_operation(agent, item) for item in items]
+        with CaptureQueriesContext(connection) as captured:
+            outcomes = operations_apply(user=people.alice, agent=agent, operations=operations)
+        assert {o.status for o in outcomes} == {"applied"}
+        return len(captured.captured_queries)
+
+    sync(project_of(people.alice, remote="git@x:acme/warm.git"), notes(1), "warm")  # once only
+    counts = {}
+    for size in (10, 40):
+        project = project_of(people.alice, remote=f"git@x:acme/{size}.git")
+        counts[size] = (
+            sync(project, notes(size), f"new{size}"),
+            sync(project, notes(size), f"again{size}"),
+            sync(project, notes(size, "Revoke"), f"edited{size}", base_version=1),
+        )
+
+    assert counts[10] == counts[40], counts
 
 
 def upsert_ops(people: Any, project: Any, batch: list[dict[str, Any]], sync: str) -> list[Any]:
