@@ -11,7 +11,7 @@ import functools
 import hashlib
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from atlas_platform.exceptions import ValidationError
@@ -191,7 +191,13 @@ def parse_note(*, path: str, content: str) -> ParsedNote:
     batch reads each note's search text, then upserts it) is not parsed again: a copy of that
     parse (small notes only, the last ``PARSED_KEPT``)."""
     if isinstance(path, str) and isinstance(content, str) and len(content) <= PARSED_MAX:
-        return copy.deepcopy(_parse_kept(path, content))
+        kept = _parse_kept(path, content)
+        return replace(  # its own lists and front matter (the rest is immutable)
+            kept,
+            tags=list(kept.tags),
+            front_matter=copy.deepcopy(kept.front_matter),
+            edges=list(kept.edges),
+        )
     return _parse(path, content)
 
 
