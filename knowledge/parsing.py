@@ -6,10 +6,12 @@ Pure functions, no database: ``parse_note(path, content)`` is all the services n
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from atlas_platform.exceptions import ValidationError
@@ -185,7 +187,30 @@ def _links(body: str, path: str) -> list[str]:
 
 def parse_note(*, path: str, content: str) -> ParsedNote:
     """Everything the graph keeps of one note. Raises ``ValidationError`` (400) on a path or
-    front matter it cannot take; the body is never altered."""
+    front matter it cannot take; the body is never altered. A note parsed a moment ago (a
+    batch reads each note's search text, then upserts it) is not parsed again: a copy of that
+    parse (small notes only, the last ``PARSED_KEPT``)."""
+    if isinstance(path, str) and isinstance(content, str) and len(content) <= PARSED_MAX:
+        kept = _parse_kept(path, content)
+        return replace(  # its own lists and front matter (the rest is immutable)
+            kept,
+            tags=list(kept.tags),
+            front_matter=copy.deepcopy(kept.front_matter),
+            edges=list(kept.edges),
+        )
+    return _parse(path, content)
+
+
+PARSED_KEPT = 256
+PARSED_MAX = 16_384  # characters: the parses kept hold under 10 MB
+
+
+@functools.lru_cache(maxsize=PARSED_KEPT)
+def _parse_kept(path: str, content: str) -> ParsedNote:
+    return _parse(path, content)
+
+
+def _parse(path: str, content: str) -> ParsedNote:
     if not isinstance(content, str) or len(content) > MAX_CONTENT or text_problem(content):
         raise ValidationError(
             f"content must be text of at most {MAX_CONTENT} characters, without NUL "

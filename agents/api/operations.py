@@ -3,7 +3,7 @@ and its output shape. Liveness (heartbeats) is not replayable: an old heartbeat 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +90,7 @@ class Kind:
     touches_store: Callable[[dict[str, Any]], bool] = lambda args: False
     together: Callable[[dict[str, Any]], str | None] = _alone
     block: Block | None = None
+    prepare: Callable[[Agent, Sequence[dict[str, Any]]], None] | None = None
 
 
 KINDS: dict[str, Kind] = {
@@ -223,4 +224,13 @@ def parse_operation(agent: Agent, item: dict[str, Any], *, status_code: int = 20
         touches_store=kind.touches_store(args),
         together=kind.together(args) if kind.block is not None else None,
         block=kind.block,
+        args=args,
+        prepare=_prepared(kind, agent),
     )
+
+
+def _prepared(kind: Kind, agent: Agent) -> Callable[[Sequence[dict[str, Any]]], None] | None:
+    prepare = kind.prepare
+    if prepare is None:
+        return None
+    return lambda many: prepare(agent, many)

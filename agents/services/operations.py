@@ -115,6 +115,10 @@ class Operation:
     invalid: AtlasError | None = None
     together: str | None = None  # its text, embedded with its run's (``block``)
     block: Block | None = None  # the block a run of its kind is written in as one batch
+    args: dict[str, Any] | None = None  # its parsed arguments
+    # Given the claimed operations' args, applies a run of its kind at once (inside the
+    # block); each one's ``run`` then answers its own (entity upserts).
+    prepare: Callable[[Sequence[dict[str, Any]]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ def _apply_together(user: User, agent: Agent | None, run: list[Operation]) -> li
     try:
         with _block(run[0])([op.together or "" for op in run]):
             claims = _claim_run(user, agent, run)
+            _prepare(run, claims)
             for op in run:
                 claimed = claims[op.id]
                 if isinstance(claimed, Outcome):
@@ -254,6 +259,23 @@ def _claim_run(
             except AtlasError as exc:
                 claims[op.id] = _refused(op, exc)
     return claims
+
+
+def _prepare(run: list[Operation], claims: dict[str, LedgerEntry | Outcome]) -> None:
+    """A kind that applies a run at once (``prepare``) gets the claimed operations' args: the
+    ones answered already (a duplicate, a refusal) are not applied again."""
+    prepare = run[0].prepare
+    if prepare is None:
+        return
+    prepare(
+        [
+            op.args
+            for op in run
+            if op.kind == run[0].kind
+            and op.args is not None
+            and isinstance(claims[op.id], LedgerEntry)
+        ]
+    )
 
 
 def _not_written(op: Operation, exc: Exception) -> Outcome:

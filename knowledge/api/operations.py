@@ -3,6 +3,7 @@ and ``POST .../entities`` with an ``Operation-Id`` header apply it exactly once)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agents.api.operations import Kind
@@ -10,16 +11,30 @@ from agents.models import Agent
 from atlas_platform.exceptions import AtlasError
 from knowledge.api import serializers as s
 from knowledge.parsing import parse_note
+from knowledge.services.batches import (
+    entity_upserts_prepare,
+    entity_upserts_together,
+    prepared_upsert,
+)
 from knowledge.services.entities import Upserted, entity_upsert
-from memory.public import searchable_writes_together
 
 
 def upsert_json(done: Upserted) -> dict[str, Any]:
-    return dict(s.UpsertOut(done).data)
+    return dict(_UPSERT_OUT.to_representation(done))
+
+
+# One serializer for every answer: a new one per answer copies its (nested) fields each time,
+# the most of an upsert's answer; representing an object keeps no state on the serializer.
+_UPSERT_OUT = s.UpsertOut()
 
 
 def _upsert(agent: Agent, args: dict[str, Any]) -> dict[str, Any]:
-    return upsert_json(entity_upsert(user=agent.user, **args))
+    done = prepared_upsert(args)  # applied with its run's (``entity_upserts_prepare``)
+    return upsert_json(done if done is not None else entity_upsert(user=agent.user, **args))
+
+
+def _prepare(agent: Agent, many: Sequence[dict[str, Any]]) -> None:
+    entity_upserts_prepare(user=agent.user, requests=many)
 
 
 def _search_text(args: dict[str, Any]) -> str | None:
@@ -36,5 +51,6 @@ ENTITY_UPSERT = Kind(
     _upsert,
     lambda args: True,
     together=_search_text,
-    block=searchable_writes_together,
+    block=entity_upserts_together,
+    prepare=_prepare,
 )

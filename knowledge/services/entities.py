@@ -10,15 +10,17 @@ catches up, so nothing written is lost and search follows within minutes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from agents.selectors import own_project
 from agents.services.common import client_id, now
@@ -27,7 +29,7 @@ from knowledge.models import Edge, Entity, Revision
 from knowledge.parsing import ParsedNote, clean_path, derived_key, parse_note, stem
 from memory.public import searchable_delete, searchable_embed, searchable_put
 from tenants.models import User
-from tenants.services.audit import audit_record
+from tenants.services.audit import AuditEntry, audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +69,42 @@ def _revision(
     removed: Iterable[tuple[str, str]] = (),
 ) -> Revision:
     last = entity.revisions.order_by("-number").values_list("number", flat=True).first() or 0
-    source: Any = note if note is not None else entity
-    return Revision.objects.create(
-        entity=entity,
+    revision = revision_row(
+        entity,
+        kind,
         number=last + 1,
+        moment=moment,
+        note=note,
+        base_version=base_version,
+        machine=machine,
+        changed=changed,
+        embedding=embedding,
+        added=added,
+        removed=removed,
+    )
+    revision.save(force_insert=True)
+    return revision
+
+
+def revision_row(
+    entity: Entity,
+    kind: str,
+    *,
+    number: int,
+    moment: datetime,
+    note: ParsedNote | None = None,
+    base_version: int | None = None,
+    machine: str = "",
+    changed: Sequence[str] = (),
+    embedding: list[float] | None = None,
+    added: Iterable[tuple[str, str]] = (),
+    removed: Iterable[tuple[str, str]] = (),
+) -> Revision:
+    """The entity's revision ``number`` (not saved: a batch writes its revisions at once)."""
+    source: Any = note if note is not None else entity
+    return Revision(
+        entity=entity,
+        number=number,
         kind=kind,
         version=entity.version,
         base_version=base_version,
@@ -98,12 +132,24 @@ def _set_edges(
 ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """Close the edges no longer declared, open the new ones: (added, removed)."""
     current = _open_edges(entity)
-    want = set(wanted)
-    removed = set(current) - want
-    added = want - set(current)
+    added, removed = edge_changes(current, wanted)
     if removed:
         Edge.objects.filter(pk__in=[current[e].pk for e in removed]).update(removed_at=moment)
-    Edge.objects.bulk_create(
+    Edge.objects.bulk_create(edge_rows(entity, added, moment))
+    return added, removed
+
+
+def edge_changes(
+    current: dict[tuple[str, str], Edge], wanted: Iterable[tuple[str, str]]
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """The edges to open and the ones to close: (added, removed)."""
+    want = set(wanted)
+    return want - set(current), set(current) - want
+
+
+def edge_rows(entity: Entity, added: Iterable[tuple[str, str]], moment: datetime) -> list[Edge]:
+    """The entity's new edges (not saved)."""
+    return [
         Edge(
             project_id=entity.project_id,
             source=entity,
@@ -113,11 +159,10 @@ def _set_edges(
             added_at=moment,
         )
         for label, target in sorted(added)
-    )
-    return added, removed
+    ]
 
 
-def _apply(entity: Entity, note: ParsedNote) -> list[str]:
+def apply_note(entity: Entity, note: ParsedNote) -> list[str]:
     """Copy the note onto the entity; the names of the fields that changed."""
     changed = [f for f in FIELDS if getattr(entity, f) != getattr(note, f)]
     if entity.body != note.body:
@@ -130,7 +175,20 @@ def _apply(entity: Entity, note: ParsedNote) -> list[str]:
 
 def _audit(action: str, entity: Entity, **extra: Any) -> None:
     """Ids and versions only: never a title, a body or front matter."""
+    entry = audit_row(action, entity, **extra)
     audit_record(
+        action=entry.action,
+        tenant=entry.tenant,
+        subject_user=entry.subject_user,
+        target=entity,
+        metadata=entry.metadata,
+    )
+
+
+def audit_row(action: str, entity: Entity, **extra: Any) -> AuditEntry:
+    """The entity's audit event, for ``audit_record_many`` (a block's events at once): ids
+    and versions only, never a title, a body or front matter."""
+    return AuditEntry(
         action=action,
         tenant=entity.user.tenant,
         subject_user=entity.user,
@@ -168,13 +226,13 @@ def entity_upsert(
     note's, found at another path; or, with ``moved_from`` (the path the file was moved
     from), the live entity there."""
     project = own_project(user=user, key=project_key)
-    note = parse_note(path=path, content=content)
-    if content_hash is not None and content_hash.lower() != note.content_hash:
-        raise ValidationError("content_hash is not the SHA-256 of content.", code="hash_mismatch")
-    machine = client_id(machine_key, field="machine_key") if machine_key else ""
-    source = clean_path(moved_from) if moved_from else None
-    if source == note.path:
-        source = None
+    note, machine, source = upsert_input(
+        path=path,
+        content=content,
+        content_hash=content_hash,
+        machine_key=machine_key,
+        moved_from=moved_from,
+    )
     # The same content again (a sync re-sending every file, a move) needs no embedding.
     known = Entity.objects.filter(project=project, content_hash=note.content_hash, deleted_at=None)
     same = known.filter(Q(key=note.key) | Q(path=source or note.path)).exists()
@@ -194,6 +252,24 @@ def entity_upsert(
         embedding = vector if vector is not None else _last_embedding(done.entity)
         entity_index(entity=done.entity, embedding=embedding)
     return done
+
+
+def upsert_input(
+    *,
+    path: str,
+    content: str,
+    content_hash: str | None = None,
+    machine_key: str | None = None,
+    moved_from: str | None = None,
+) -> tuple[ParsedNote, str, str | None]:
+    """An upsert's note, checked: (the parsed note, the machine key or "", the path it moved
+    from or None)."""
+    note = parse_note(path=path, content=content)
+    if content_hash is not None and content_hash.lower() != note.content_hash:
+        raise ValidationError("content_hash is not the SHA-256 of content.", code="hash_mismatch")
+    machine = client_id(machine_key, field="machine_key") if machine_key else ""
+    source = clean_path(moved_from) if moved_from else None
+    return note, machine, None if source == note.path else source
 
 
 class _NeedsVector(Exception):
@@ -280,14 +356,20 @@ def _decide(
 
 
 def _mark_seen(entity: Entity, machine: str) -> None:
+    if mark_seen(entity, machine):
+        entity.save(update_fields=["seen_by"])
+
+
+def mark_seen(entity: Entity, machine: str) -> bool:
     """The machine has this version (it wrote it, or sent the same content): reconcile from
-    that machine may delete the entity once its file is gone."""
+    that machine may delete the entity once its file is gone. True: ``seen_by`` changed (the
+    caller saves)."""
     if entity.seen_by.get(machine) == entity.version:
-        return
+        return False
     seen = {k: v for k, v in entity.seen_by.items() if k != machine}
     seen[machine] = entity.version
     entity.seen_by = dict(list(seen.items())[-MAX_SEEN_BY:])
-    entity.save(update_fields=["seen_by"])
+    return True
 
 
 MAX_SEEN_BY = 50
@@ -427,10 +509,9 @@ def _create(
     user: User, project: Any, note: ParsedNote, machine: str, vector: list[float], moment: datetime
 ) -> Upserted:
     entity = Entity(user=user, project=project, key=note.key, version=1)
-    _apply(entity, note)
+    apply_note(entity, note)
     entity.created_at = entity.updated_at = entity.status_changed_at = moment
-    with transaction.atomic():
-        entity.save()
+    entity.save(force_insert=True)  # a key taken meanwhile: _write's transaction goes back
     added, _ = _set_edges(entity, note.edges, moment)
     revision = _revision(
         entity,
@@ -492,7 +573,7 @@ def _rewrite(
     file, or a move (``kind``)."""
     revive = kind == Revision.Kind.RESTORED
     old_status = entity.status
-    changed = [*_apply(entity, note), *extra]
+    changed = [*apply_note(entity, note), *extra]
     entity.version += 1
     entity.conflicted = False
     entity.updated_at = moment
@@ -635,18 +716,44 @@ def entity_index(*, entity: Entity, embedding: list[float] | None = None) -> boo
 
 
 def _indexed(entity: Entity) -> None:
-    """The entity's searchable document is at its version now."""
-    Entity.objects.filter(pk=entity.pk, version=entity.version).update(
-        indexed_version=entity.version
-    )
-    entity.indexed_version = entity.version
+    """The entity's searchable document is at its version now (inside ``indexed_together``:
+    recorded with the block's others when it ends)."""
+    held = _indexed_held.get()
+    if held is not None:
+        held.append(entity)
+    else:
+        _indexed_write([entity])
+
+
+_indexed_held: ContextVar[list[Entity] | None] = ContextVar("atlas_indexed_held", default=None)
+
+
+@contextlib.contextmanager
+def indexed_together() -> Iterator[None]:
+    """The ``indexed_version`` of the entities indexed inside the block, recorded in one
+    statement when it ends (each still only at the version that was stored)."""
+    held: list[Entity] = []
+    token = _indexed_held.set(held)
+    try:
+        yield
+    finally:
+        _indexed_held.reset(token)
+        if held:
+            _indexed_write(held)
+
+
+def _indexed_write(entities: Sequence[Entity]) -> None:
+    at_version = Q()
+    for entity in entities:
+        at_version |= Q(pk=entity.pk, version=entity.version)
+    Entity.objects.filter(at_version).update(indexed_version=F("version"))
+    for entity in entities:
+        entity.indexed_version = entity.version
 
 
 def entities_reindex(*, user: User | None = None, limit: int = 500) -> int:
     """Index the entities whose searchable document is behind (the store was down when they
     were written); how many were brought up to date."""
-    from django.db.models import F
-
     pending = Entity.objects.filter(indexed_version__lt=F("version")).select_related(
         "project", "user__tenant"
     )

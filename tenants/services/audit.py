@@ -52,12 +52,13 @@ def audit_record(
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """One event for ``audit_record_many`` (``audit_record``'s arguments, no target)."""
+    """One event for ``audit_record_many`` (``audit_record``'s arguments)."""
 
     action: str
     tenant: Tenant | None
     subject_user: User | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    target: models.Model | None = None  # saved already (its primary key is recorded)
 
 
 def audit_record_many(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
@@ -80,6 +81,8 @@ def audit_record_many(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
                 tenant=entry.tenant,
                 subject_user=entry.subject_user,
                 action=entry.action,
+                target_type=entry.target._meta.label_lower if entry.target is not None else "",
+                target_id=str(entry.target.pk) if entry.target is not None else "",
                 metadata=entry.metadata,
             )
             for entry in entries

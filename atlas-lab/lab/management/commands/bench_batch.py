@@ -8,8 +8,8 @@ Each round runs ``atlas-lab/lab/batch_round.py`` in a child process per backend 
 ``--batches`` batches of ``--ops`` ``memory.write`` operations through ``operations_apply``,
 then ``--entities`` knowledge notes. Prints, per backend and tree, the medians over the rounds
 of ops/s and CPU ms per op (the child's process time: the server's side of the work, the
-model included; not Elasticsearch's or PostgreSQL's), entities/s, the ratio this tree / the
-other, and the load average before and after. Figures, not assertions.
+model included; not Elasticsearch's or PostgreSQL's), entities/s and CPU ms per entity, the
+ratios this tree / the other, and the load average before and after. Figures, not assertions.
 """
 
 from __future__ import annotations
@@ -113,4 +113,11 @@ class Command(BaseCommand):
                     figures["ratio_cpu_per_op"] = round(
                         after["batch_cpu_ms_per_op"] / before["batch_cpu_ms_per_op"], 2
                     )
+                    if before["entities_per_s"] and after["entities_per_s"]:
+                        figures["ratio_entities_per_s"] = round(
+                            after["entities_per_s"] / before["entities_per_s"], 2
+                        )
+                        figures["ratio_cpu_per_entity"] = round(
+                            after["entity_cpu_ms"] / before["entity_cpu_ms"], 2
+                        )
         return out
