@@ -6,12 +6,10 @@ Pure functions, no database: ``parse_note(path, content)`` is all the services n
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from atlas_platform.exceptions import ValidationError
@@ -187,26 +185,8 @@ def _links(body: str, path: str) -> list[str]:
 
 def parse_note(*, path: str, content: str) -> ParsedNote:
     """Everything the graph keeps of one note. Raises ``ValidationError`` (400) on a path or
-    front matter it cannot take; the body is never altered. A note parsed a moment ago (a
-    batch reads each note's search text, then upserts it) is not parsed again: a copy of that
-    parse (small notes only, the last ``PARSED_KEPT``)."""
-    if isinstance(path, str) and isinstance(content, str) and len(content) <= PARSED_MAX:
-        kept = _parse_kept(path, content)
-        return replace(  # its own lists and front matter (the rest is immutable)
-            kept,
-            tags=list(kept.tags),
-            front_matter=copy.deepcopy(kept.front_matter),
-            edges=list(kept.edges),
-        )
-    return _parse(path, content)
-
-
-PARSED_KEPT = 256
-PARSED_MAX = 16_384  # characters: the parses kept hold under 10 MB
-
-
-@functools.lru_cache(maxsize=PARSED_KEPT)
-def _parse_kept(path: str, content: str) -> ParsedNote:
+    front matter it cannot take; the body is never altered. Nothing is kept between calls: a
+    process-wide cache of parses would hold a note's text past its user's erasure."""
     return _parse(path, content)
 
 

@@ -194,18 +194,6 @@ def test_every_refusal_of_front_matter_names_the_field():
         json.dumps(caught.value.details, ensure_ascii=False).encode()  # the answer encodes
 
 
-def test_a_note_parsed_again_is_a_copy_of_the_kept_parse():
-    first = parse_note(path="plans/migrate.md", content=NOTE)
-    first.front_matter["status"] = "changed by its caller"
-    first.tags.append("changed")
-
-    again = parse_note(path="plans/migrate.md", content=NOTE)
-
-    assert again is not first
-    assert again.front_matter["status"] == "Blocked"
-    assert "changed" not in again.tags
-
-
 def test_a_refused_note_is_refused_again():
     bad = "---\nid: [unclosed\n---\nbody\n"
     for _ in range(2):
