@@ -33,21 +33,10 @@ def audit_record(
     Must run inside the service's transaction so the event and the change commit together.
     ``metadata`` must never carry memory text.
     """
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("audit_record must run inside the service's transaction.")
-    actor = current_actor()
-    return AuditEvent.objects.create(
-        request_id=current_request_id(),
-        actor_type=actor.type,
-        actor_id=actor.id,
-        actor_label=actor.label,
-        tenant=tenant,
-        subject_user=subject_user,
-        action=action,
-        target_type=target._meta.label_lower if target is not None else "",
-        target_id=str(target.pk) if target is not None else "",
-        metadata=metadata or {},
-    )
+    entry = AuditEntry(action, tenant, subject_user, metadata or {}, target)
+    (event,) = _events([entry], "audit_record")
+    event.save(force_insert=True)
+    return event
 
 
 @dataclass(frozen=True)
@@ -67,27 +56,30 @@ def audit_record_many(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
     ``audit_record``."""
     if not entries:
         return []
+    return AuditEvent.objects.bulk_create(_events(entries, "audit_record_many"))
+
+
+def _events(entries: Sequence[AuditEntry], caller: str) -> list[AuditEvent]:
+    """The entries' events (not saved), each attributed to the current actor and request."""
     if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("audit_record_many must run inside the service's transaction.")
+        raise RuntimeError(f"{caller} must run inside the service's transaction.")
     actor = current_actor()
     request_id = current_request_id()
-    return AuditEvent.objects.bulk_create(
-        [
-            AuditEvent(
-                request_id=request_id,
-                actor_type=actor.type,
-                actor_id=actor.id,
-                actor_label=actor.label,
-                tenant=entry.tenant,
-                subject_user=entry.subject_user,
-                action=entry.action,
-                target_type=entry.target._meta.label_lower if entry.target is not None else "",
-                target_id=str(entry.target.pk) if entry.target is not None else "",
-                metadata=entry.metadata,
-            )
-            for entry in entries
-        ]
-    )
+    return [
+        AuditEvent(
+            request_id=request_id,
+            actor_type=actor.type,
+            actor_id=actor.id,
+            actor_label=actor.label,
+            tenant=entry.tenant,
+            subject_user=entry.subject_user,
+            action=entry.action,
+            target_type=entry.target._meta.label_lower if entry.target is not None else "",
+            target_id=str(entry.target.pk) if entry.target is not None else "",
+            metadata=entry.metadata,
+        )
+        for entry in entries
+    ]
 
 
 def audit_expire(*, tenant: Tenant, before: datetime, keep_users: Collection[int]) -> int:
