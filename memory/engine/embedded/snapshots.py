@@ -10,12 +10,17 @@ kept in step by ``store``) and the snapshot holds none.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import math
 import threading
+import zipfile
 from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -40,7 +45,12 @@ Scores = npt.NDArray[np.float64]
 Kinds = npt.NDArray[np.uint8]
 Times = npt.NDArray[np.datetime64]
 
+log = logging.getLogger(__name__)
+
 DENSE_FETCH = 2  # the index's hits per wanted candidate, for the multipliers to choose from
+SAVED_COLUMNS = (
+    "seqs", "kinds", "superseded", "timestamps", "decay_at", "use_count", "projects", "has_unit",
+)  # fmt: skip
 KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(MEMORY_TYPES)}
 
 
@@ -121,8 +131,8 @@ class Snapshot:
         columns: dict[str, Any] = {}
         for name in self.COLUMNS:
             mine, theirs = getattr(self, name), getattr(fresh, name)
-            if name == "units" and self.dense is not None:
-                columns[name] = mine[:0]  # the vectors are in the index
+            if name == "units" and (self.dense is not None or len(mine) != len(self.seqs)):
+                columns[name] = mine[:0]  # no matrix: the vectors are in the index
                 continue
             if known.all():
                 if np.array_equal(mine[pos], theirs):
@@ -138,6 +148,40 @@ class Snapshot:
                 name: column[order] if len(column) else column for name, column in columns.items()
             }
         return Snapshot(rev=fresh.rev, purged=fresh.purged, dense=self.dense, **columns)
+
+    # --- on disk (an owner with a dense index: its small columns, no vectors) ------------------
+    def save(self, path: Path, about: dict[str, Any]) -> None:
+        """Write the small columns to ``path``, a new file (``np.savez``, no pickles), with
+        ``about``, the revision they reflect and a SHA-256 of the columns."""
+        columns: dict[str, Any] = {
+            name: np.ascontiguousarray(getattr(self, name)) for name in SAVED_COLUMNS
+        }
+        meta = about | {"rev": self.rev, "purged": self.purged, "sha256": _digest(columns)}
+        with path.open("xb") as out:
+            np.savez(out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **columns)
+
+    @classmethod
+    def load(cls, path: Path, about: dict[str, Any]) -> Snapshot | None:
+        """The snapshot saved at ``path`` for ``about`` (its vectors in the owner's index);
+        None when there is none, or it is for something else, or is damaged."""
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                meta = json.loads(saved["meta"].tobytes())
+                if {key: meta.get(key) for key in about} != about:
+                    raise ValueError(f"saved for something else: {meta}")
+                columns = {name: saved[name] for name in SAVED_COLUMNS}
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+            log.warning("saved snapshot %s not loaded, rows read instead: %s", path.name, exc)
+            return None
+        sizes = {len(column) for column in columns.values()}
+        seqs = columns["seqs"]
+        if _digest(columns) != meta.get("sha256") or len(sizes) > 1 or np.any(np.diff(seqs) <= 0):
+            log.warning("saved snapshot %s is damaged: rows read instead", path.name)
+            return None
+        empty = np.zeros((0, 0), dtype=np.float32)  # no matrix: the owner's index holds them
+        return cls(rev=int(meta["rev"]), purged=int(meta["purged"]), units=empty, **columns)
 
     def positions(self, seqs: npt.NDArray[np.int64]) -> Rows:
         """Where each of ``seqs`` sits in this snapshot, -1 where it is not here."""
@@ -181,6 +225,15 @@ class SnapshotCache:
 
     def _total_bytes(self) -> int:
         return sum(snapshot.nbytes for snapshot in self._snapshots.values())
+
+
+def _digest(columns: dict[str, npt.NDArray[Any]]) -> str:
+    digest = hashlib.sha256()
+    for name in SAVED_COLUMNS:
+        column = columns[name]
+        digest.update(f"{name}:{column.dtype.str}:{column.shape}".encode())
+        digest.update(np.ascontiguousarray(column).tobytes())
+    return digest.hexdigest()
 
 
 def sortable(moment: datetime) -> str:

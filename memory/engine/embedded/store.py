@@ -185,18 +185,23 @@ class Store:
             "SELECT rev, purged FROM owners WHERE owner = ?", (owner,)
         ).fetchone() or (0, 0)
         cached = self._cache.get(owner)
+        read_all = False
+        if cached is None:  # a new process, or evicted: the saved columns of a large owner
+            cached = self.saved.load_snapshot(conn, owner, tenant_id, rev, purged)
+            if cached is not None and cached.has_unit.sum() < self._ann_min_rows:
+                cached = None  # saved under a larger index threshold: it needs its matrix
         if cached is not None and cached.rev == rev:
             fresh = cached
         elif cached is not None and cached.purged == purged and cached.rev < rev:
-            since = self._load(
-                conn, owner, tenant_id, rev, purged, cached.rev, units=cached.dense is None
-            )
+            matrix = cached.dense is None and len(cached.units) == len(cached.seqs)
+            since = self._load(conn, owner, tenant_id, rev, purged, cached.rev, units=matrix)
             fresh = cached.merged(since)
         else:  # the small columns first: a large owner's vectors go to its index, never here
             fresh = self._load(conn, owner, tenant_id, rev, purged, 0, units=False)
+            read_all = True
             if owner not in self._indexes and fresh.has_unit.sum() < self._ann_min_rows:
                 fresh = dataclasses.replace(fresh, units=self._matrix(conn, owner, fresh))
-        fresh = self._in_step(conn, owner, tenant_id, fresh)
+        fresh = self._in_step(conn, owner, tenant_id, fresh, saved=not read_all)
         self._cache.put(owner, fresh, keep)
         return fresh
 
@@ -216,12 +221,20 @@ class Store:
 
     # --- the dense index: the one place it is kept in step with the rows ------------------------
     def _in_step(
-        self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot
+        self,
+        conn: sqlite3.Connection,
+        owner: str,
+        tenant_id: str,
+        snapshot: Snapshot,
+        *,
+        saved: bool = True,
     ) -> Snapshot:
         """``snapshot`` with the owner's dense index brought up to its revision: built (or
         loaded from its saved file) once the owner holds ``ann_min_rows`` vectors, then fed
         every row written since (a write, a usage bump, an update) and cleared of every row
-        gone (a forget, an erasure); saved again when ``SavedIndexes.due``."""
+        gone (a forget, an erasure); saved again when ``SavedIndexes.due``, its snapshot's
+        small columns with it, and those also when they had to be read from every row
+        (``saved`` False; a large owner's only: what is left after an erasure is not)."""
         index = self._indexes.get(owner)
         if index is None:
             if int(snapshot.has_unit.sum()) < self._ann_min_rows:
@@ -230,11 +243,14 @@ class Store:
         with index.lock:
             if snapshot.rev > index.rev:
                 self._catch_up(conn, owner, tenant_id, index, snapshot)
-            if self.saved.due(index, self._ann_min_rows):
+            due = self.saved.due(index, self._ann_min_rows)
+            if due:
                 self.saved.save(conn, owner, tenant_id, index)
-        if snapshot.dense is index and not len(snapshot.units):
-            return snapshot
-        return dataclasses.replace(snapshot, units=snapshot.units[:0], dense=index)
+        if snapshot.dense is not index or len(snapshot.units):
+            snapshot = dataclasses.replace(snapshot, units=snapshot.units[:0], dense=index)
+        if (due or not saved) and snapshot.has_unit.sum() >= self._ann_min_rows:
+            self.saved.save_snapshot(conn, owner, tenant_id, snapshot)
+        return snapshot
 
     def _build(
         self, conn: sqlite3.Connection, owner: str, tenant_id: str, snapshot: Snapshot

@@ -257,3 +257,89 @@ def test_a_restored_store_loads_no_saved_index_of_the_store_it_came_from(
     assert set(nearest(restored, target)) == {d.id for d in near}
     assert len(trainings) == 1  # not the source's file: another store
     assert nearest(source, target) == nearest(restored, target)
+
+
+# --- the snapshot's small columns, saved beside the index -------------------------------------
+def snapshot_file(backend: EmbeddedBackend) -> Path:
+    return backend._store.saved.snapshot_path(OWNER)
+
+
+def full_reads(backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ``since`` revision of each read of the owner's rows (0: every row)."""
+    store, calls = backend._store, []
+    load = store._load
+
+    def counted(conn, owner, tenant_id, rev, purged, since, **kw):
+        if owner == OWNER:
+            calls.append(since)
+        return load(conn, owner, tenant_id, rev, purged, since, **kw)
+
+    monkeypatch.setattr(store, "_load", counted)
+    return calls
+
+
+def test_a_new_process_loads_the_saved_columns_instead_of_reading_every_row(world, monkeypatch):
+    path, target, _ = world
+    assert snapshot_file(backend_at(path)).exists()  # saved when the rows were read whole
+    expected = nearest(backend_at(path), target, size=20)
+    loaded = backend_at(path)
+    reads = full_reads(loaded, monkeypatch)
+
+    assert nearest(loaded, target, size=20) == expected
+    assert reads == []  # nothing read from the rows: the saved columns are current
+
+
+def test_rows_written_after_the_columns_were_saved_are_merged_in(world, monkeypatch):
+    path, target, _ = world
+    closest = doc("the closest fact", [float(x) for x in target])
+    backend_at(path).write([closest])
+    loaded = backend_at(path)
+    reads = full_reads(loaded, monkeypatch)
+
+    assert nearest(loaded, target, size=6)[0] == closest.id
+    assert reads and 0 not in reads  # only the rows since the save
+    snapshot = loaded._store._cache.get(OWNER)
+    assert snapshot is not None and len(snapshot.seqs) == 206 and snapshot.dense is not None
+
+
+def test_a_delete_drops_the_saved_columns_and_the_next_process_reads_the_rows(
+    world, monkeypatch, tmp_path
+):
+    path, target, near = world
+    kept = shutil.copy(snapshot_file(backend_at(path)), tmp_path / "columns-before")
+    assert backend_at(path).delete(near[0])
+    assert not snapshot_file(backend_at(path)).exists()
+    shutil.copy(kept, snapshot_file(backend_at(path)))  # as if left from before the forget
+    loaded = backend_at(path)
+    reads = full_reads(loaded, monkeypatch)
+
+    assert near[0].id not in nearest(loaded, target, size=10)
+    assert reads[0] == 0  # its deletes differ from the file's: every row read
+    assert snapshot_file(loaded).exists()  # and saved again, without the forgotten row
+    with loaded._store.transaction() as conn:
+        again = loaded._store.saved.load_snapshot(conn, OWNER, "acme", 10**9, 1)
+    assert again is not None and seq_of(loaded, near[1]) in again.seqs
+    assert len(again.seqs) == 204
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a flipped byte", "empty", "another store's"])
+def test_saved_columns_that_are_doubtful_are_read_from_the_rows(world, monkeypatch, damage):
+    path, target, _ = world
+    expected = nearest(backend_at(path), target, size=20)
+    file = snapshot_file(backend_at(path))
+    data = bytearray(file.read_bytes())
+    if damage == "truncated":
+        file.write_bytes(data[: len(data) // 2])
+    elif damage == "a flipped byte":
+        data[len(data) // 2] ^= 0xFF
+        file.write_bytes(data)
+    elif damage == "empty":
+        file.write_bytes(b"")
+    else:
+        with backend_at(path)._store.transaction(write=True) as conn:
+            conn.execute("UPDATE settings SET value = 'another' WHERE name = 'instance'")
+    loaded = backend_at(path)
+    reads = full_reads(loaded, monkeypatch)
+
+    assert nearest(loaded, target, size=20) == expected
+    assert reads[0] == 0
