@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.dispatch import receiver
 
+from consolidation.llm import model_configured
 from consolidation.services.triggers import consolidation_episode_recorded
 from memory.public import MemoryDoc, episode_recorded
 from tenants.models import User
@@ -19,7 +20,10 @@ logger = logging.getLogger(__name__)
 def on_episode_recorded(
     sender: Any, *, user: User, episode: MemoryDoc, procedure_ids: list[str], **kwargs: Any
 ) -> None:
-    """The episode is stored already: a failure here is logged, never the turn's failure."""
+    """The episode is stored already: a failure here is logged, never the turn's failure.
+    Without a model nothing is counted, and no transaction is opened for it."""
+    if not model_configured():
+        return
     try:
         with transaction.atomic():
             consolidation_episode_recorded(

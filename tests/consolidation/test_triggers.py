@@ -85,6 +85,19 @@ def test_without_a_model_nothing_is_counted_or_queued(alice, no_model):
         consolidation_request(user=alice, trigger="on_demand")
 
 
+def test_without_a_model_a_turn_opens_no_transaction_for_consolidation(alice, no_model):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from consolidation.receivers import on_episode_recorded
+
+    [episode] = say(alice, "a turn")
+    with CaptureQueriesContext(connection) as queries:
+        on_episode_recorded(None, user=alice, episode=episode, procedure_ids=["p1"])
+
+    assert len(queries) == 0
+
+
 def test_a_second_request_returns_the_active_run(alice, chat):
     first = consolidation_request(user=alice, trigger="on_demand")
     second = consolidation_request(user=alice, trigger="daily")
