@@ -25,6 +25,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,18 +86,13 @@ class SavedIndexes:
         """Write the small columns of ``snapshot`` (an owner with a dense index), unless a
         delete came after it. A failure is logged, never raised: the rows are read instead."""
         about = self.about(conn, owner, tenant_id)
-        target = self.snapshot_path(owner)
-        if about["store"] is None:
-            return
-        temp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-        try:
-            self.folder.mkdir(exist_ok=True)
-            snapshot.save(temp, about)
-            self._replace(temp, target, owner, snapshot.purged)
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("snapshot of %s not saved: %s", owner, exc)
-        finally:
-            temp.unlink(missing_ok=True)
+        if about["store"] is not None:
+            self._write(
+                self.snapshot_path(owner),
+                owner,
+                snapshot.purged,
+                lambda temp: snapshot.save(temp, about),
+            )
 
     def _replace(self, temp: Path, target: Path, owner: str, purged: int) -> None:
         """``temp`` becomes ``target`` under the store's write lock, unless the owner's rows
@@ -130,13 +126,18 @@ class SavedIndexes:
         target = self.path(owner)
         if about["store"] is None or self._is_current(target, index):
             return
+        self._write(target, owner, index.purged, lambda temp: index.save(temp, about))
+
+    def _write(self, target: Path, owner: str, purged: int, write: Callable[[Path], None]) -> None:
+        """``write`` a temporary file, then make it ``target`` unless the owner's rows were
+        deleted since what it reflects (``purged``). A failure is logged, never raised."""
         temp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
         try:
             self.folder.mkdir(exist_ok=True)
-            index.save(temp, about)
-            self._replace(temp, target, owner, index.purged)
+            write(temp)
+            self._replace(temp, target, owner, purged)
         except (OSError, sqlite3.Error) as exc:
-            log.warning("dense index of %s not saved: %s", owner, exc)
+            log.warning("%s not saved: %s", target.name, exc)
         finally:
             temp.unlink(missing_ok=True)
 
