@@ -10,9 +10,9 @@ Python: the common words of a long turn never pull every row. When even the rare
 has more than ``LEXICAL_POSTINGS`` entries (a query of common words only, over a million
 memories), its newest rows are searched (a rowid window sized to hold about that many of them,
 widened to every row if the caller's filter leaves too few), so no query scores a term's
-whole posting list. Below ``LEXICAL_FULL`` (every
-store of a few thousand memories) nothing changes: every match is ranked with its
-multipliers, as before.
+whole posting list. Below ``LEXICAL_FULL`` every term is searched; when the terms match more
+than ``LEXICAL_FETCH`` x size rows, SQLite keeps that many best by BM25 and the multipliers
+choose among them, else every match is ranked with its multipliers.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from memory.engine.types import LegHit, LegQuery, LegResults, MemoryDoc, ReadSco
 from memory.query import lexical_terms
 
 LEXICAL_POSTINGS = 20_000  # index entries one query may read (its rarest terms that fit)
-LEXICAL_FULL = 20_000  # up to here every match is ranked in Python (exactly as before)
+LEXICAL_FULL = 20_000  # up to here every term is searched (no term dropped, no window)
 COMMON_SHARE = 0.05  # past LEXICAL_FULL, a term in more of the rows than this is dropped
 LEXICAL_FETCH = 8  # x size: the matches SQLite keeps by BM25 (all of them when fewer)
 OWNED_SHARE = 0.5  # owners holding this share of the store's rows: matched without their key
