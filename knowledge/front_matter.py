@@ -2,13 +2,13 @@
 value, so that everything the YAML loader can produce is either kept as written or refused with
 a 400 naming the field.
 
-Limits: 16 KiB of YAML, 20 levels of nesting (checked on the parser's events, before PyYAML's
-recursive composer runs), no aliases (no billion laughs). Values: strings without NUL or lone
-surrogates (an escaped surrogate *pair* becomes the character it spells), integers within 64
-bits, finite floats (``.inf`` / ``.nan`` are refused: JSON cannot hold them), dates and times
-as ISO text, a timestamp that is no real moment (``0000-00-00``) and ``!!binary`` as the text
-written, sets as sorted lists. A scalar a standard tag cannot read (``!!int 0xZZ``) is a YAML
-error at its line. Quoting a value always keeps it as text.
+Limits: 16 KiB of YAML, 20 levels of nesting (checked on each parser event as the composer
+takes it, so its recursion stops at the limit), no aliases (no billion laughs). Values:
+strings without NUL or lone surrogates (an escaped surrogate *pair* becomes the character it
+spells), integers within 64 bits, finite floats (``.inf`` / ``.nan`` are refused: JSON cannot
+hold them), dates and times as ISO text, a timestamp that is no real moment (``0000-00-00``)
+and ``!!binary`` as the text written, sets as sorted lists. A scalar a standard tag cannot read
+(``!!int 0xZZ``) is a YAML error at its line. Quoting a value always keeps it as text.
 """
 
 from __future__ import annotations
@@ -32,8 +32,34 @@ _NOT_READABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError, Ov
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader; a scalar its standard tag cannot read is a ``ConstructorError``
-    at the node's line (PyYAML lets ``ValueError`` and the like escape)."""
+    """PyYAML's safe loader that refuses an alias and nesting past ``MAX_DEPTH`` as the
+    composer takes each event (one pass over the text: the composer's recursion never goes
+    deeper than the limit), and reads a scalar its standard tag cannot read as a
+    ``ConstructorError`` at the node's line (PyYAML lets ``ValueError`` and the like escape)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.atlas_depth = 0
+        self.atlas_top_key = ""
+        self.atlas_want_key = False
+
+    def get_event(self) -> Any:
+        event = super().get_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            refuse(self.atlas_top_key, "must not use YAML aliases", "alias")
+        if self.atlas_depth == 1 and isinstance(event, yaml.NodeEvent):
+            if self.atlas_want_key:
+                self.atlas_top_key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+            self.atlas_want_key = not self.atlas_want_key
+        if isinstance(event, yaml.CollectionStartEvent):
+            self.atlas_depth += 1
+            # The root mapping: a key comes next.
+            self.atlas_want_key = self.atlas_want_key or self.atlas_depth == 1
+            if self.atlas_depth > MAX_DEPTH:
+                refuse(self.atlas_top_key, f"is nested deeper than {MAX_DEPTH} levels", "too_deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            self.atlas_depth -= 1
+        return event
 
     def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
@@ -81,9 +107,9 @@ def load_front_matter(raw: str) -> dict[str, Any]:
     """The front matter ``raw`` (the YAML text between the ``---`` lines) as JSON values."""
     if len(raw) > MAX_FRONT_MATTER:
         refuse("", f"is longer than {MAX_FRONT_MATTER} characters", "too_long")
+    loader = _Loader(raw)
     try:
-        _check_events(raw)
-        data = yaml.load(raw, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
@@ -93,6 +119,8 @@ def load_front_matter(raw: str) -> dict[str, Any]:
             field="front_matter",
             reason="not_yaml",
         ) from exc
+    finally:
+        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -100,28 +128,6 @@ def load_front_matter(raw: str) -> dict[str, Any]:
     plain = _plain(data, "")
     assert isinstance(plain, dict)  # noqa: S101 - _plain keeps a mapping a mapping
     return plain
-
-
-def _check_events(raw: str) -> None:
-    """No alias, no nesting past ``MAX_DEPTH``: read from the parser's events (a loop), so a
-    hostile depth never reaches the composer's recursion."""
-    depth = 0
-    top_key = ""
-    want_top_key = False
-    for event in yaml.parse(raw, Loader=_Loader):
-        if isinstance(event, yaml.AliasEvent):
-            refuse(top_key, "must not use YAML aliases", "alias")
-        if depth == 1 and isinstance(event, yaml.NodeEvent):
-            if want_top_key:
-                top_key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
-            want_top_key = not want_top_key
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            want_top_key = want_top_key or depth == 1  # the root mapping: a key comes next
-            if depth > MAX_DEPTH:
-                refuse(top_key, f"is nested deeper than {MAX_DEPTH} levels", "too_deep")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
 
 
 def _plain(value: Any, where: str) -> Any:

@@ -8,9 +8,7 @@ from typing import Any
 
 from agents.api.operations import Kind
 from agents.models import Agent
-from atlas_platform.exceptions import AtlasError
 from knowledge.api import serializers as s
-from knowledge.parsing import parse_note
 from knowledge.services.batches import (
     entity_upserts_prepare,
     entity_upserts_together,
@@ -37,20 +35,18 @@ def _prepare(agent: Agent, many: Sequence[dict[str, Any]]) -> None:
     entity_upserts_prepare(user=agent.user, requests=many)
 
 
-def _search_text(args: dict[str, Any]) -> str | None:
-    """What the upsert embeds (the note's search text), embedded with its run's; a note that
-    does not parse is applied alone (and refused there)."""
-    try:
-        return parse_note(path=args["path"], content=args["content"]).search_text
-    except AtlasError:
-        return None
+def _in_run(args: dict[str, Any]) -> str:
+    """Every upsert joins its run, unparsed: the run's ``prepare`` parses each note once and
+    embeds the ones that need a vector in one call, and a note that does not parse is refused
+    in its own answer. (No text for the block to embed ahead: "".)"""
+    return ""
 
 
 ENTITY_UPSERT = Kind(
     s.EntityUpsertIn,
     _upsert,
     lambda args: True,
-    together=_search_text,
+    together=_in_run,
     block=entity_upserts_together,
     prepare=_prepare,
 )

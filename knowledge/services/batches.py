@@ -60,13 +60,14 @@ _prepared: ContextVar[list[tuple[dict[str, Any], Result]] | None] = ContextVar(
 
 @contextlib.contextmanager
 def entity_upserts_together(texts: Sequence[str]) -> Iterator[None]:
-    """The block a run of upserts is applied in: ``texts`` (the notes' search texts) embedded
-    together, the documents written in one store call, ``indexed_version`` in one statement;
-    ``entity_upserts_prepare`` applies the run's notes at once, each operation's run then
-    answers its note's result (``prepared_upsert``)."""
+    """The block a run of upserts is applied in: the documents written in one store call,
+    ``indexed_version`` in one statement; ``entity_upserts_prepare`` parses the run's notes
+    once, embeds the ones that need a vector in one call and applies them at once, each
+    operation's run then answers its note's result (``prepared_upsert``). ``texts``: the
+    operations' texts for the block (unused: the notes are parsed inside it)."""
     token = _prepared.set([])
     try:
-        with indexed_together(), searchable_writes_together(texts):
+        with indexed_together(), searchable_writes_together(()):
             yield
     finally:
         _prepared.reset(token)

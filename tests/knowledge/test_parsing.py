@@ -93,6 +93,8 @@ def test_an_unclosed_front_matter_is_body():
 HOSTILE = [
     ("x: " + "[" * 8000 + "]" * 8000, "x", "too_deep"),
     ("a:\n  b: " + "{c: " * 30 + "1" + "}" * 30, "a", "too_deep"),
+    ("a: &l [lol, lol]\nb: [*l, *l, *l]", "b", "alias"),
+    ("x: *nowhere", "x", "alias"),  # an alias of no anchor: still the alias refusal
     ("x: .inf", "x", "not_finite"),
     ("x: -.inf", "x", "not_finite"),
     ("x: .nan", "x", "not_finite"),

@@ -114,14 +114,17 @@ def test_a_run_of_upserts_is_one_embedding_call_and_one_store_write(people, monk
     assert "n3" in [hit.entity.key for hit in found][:3]
 
 
-def test_a_bad_note_in_a_run_is_rejected_alone(people):
+def test_a_bad_note_in_a_run_is_rejected_alone(people, monkeypatch):
     project = project_of(people.alice)
     notes = [NOTES[0], ("notes/bad.md", "---\nid: [unclosed\n---\nbody\n"), NOTES[1]]
+    embeds = counted_embeds(monkeypatch)
 
     outcomes = upserts(people, project, notes)
 
     assert [o.status for o in outcomes] == ["applied", "rejected", "applied"]
     assert outcomes[1].status_code == 400
+    assert outcomes[1].error["code"] == "bad_front_matter"
+    assert embeds == [2]  # the run stays one block around it
     assert sorted(Entity.objects.filter(project=project).values_list("key", flat=True)) == [
         "n0",
         "n1",
