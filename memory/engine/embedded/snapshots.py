@@ -2,8 +2,9 @@
 filter and rank on, and the ranking signals vectorised over them.
 
 An owner is one (tenant, user) pair, or a tenant's catalog. A snapshot is immutable (threads
-share it); a newer one replaces it whole, built from the rows written since. Its columns are
-small types (a kind is one byte, a time eight). The unit vectors are a float32 matrix while the
+share it); a newer one replaces it whole, built from the rows written since (a small owner's
+new vectors go into the room kept after its matrix: ``MatrixRoom``). Its columns are small
+types (a kind is one byte, a time eight). The unit vectors are a float32 matrix while the
 owner is small; past ``ann.MIN_ROWS`` they live in the owner's ``DenseIndex`` instead (shared,
 kept in step by ``store``) and the snapshot holds none.
 """
@@ -62,6 +63,38 @@ def as_time(text: str) -> np.datetime64:
     return np.datetime64(text, "us")
 
 
+ROOM_GROWTH = 1.25  # a small owner's matrix keeps this much room for the rows written next
+
+
+class MatrixRoom:
+    """A small owner's matrix with spare rows after it, so a write appends its vectors in
+    place instead of copying the whole matrix (~3 ms per write at 10k rows). A snapshot's
+    matrix is a view of the buffer's first rows: an older snapshot's shorter view never sees
+    the rows written after it, and only the newest view (``used`` rows) may claim the rows
+    that follow; any other copies."""
+
+    def __init__(self, buffer: Vector, used: int) -> None:
+        self.buffer = buffer
+        self.used = used
+        self.lock = threading.Lock()
+
+
+def appended(matrix: Vector, room: MatrixRoom | None, rows: Vector) -> tuple[Vector, MatrixRoom]:
+    """``matrix`` with ``rows`` after it (a view of ``room``'s buffer when ``matrix`` is its
+    newest view and there is room), and the room that holds it."""
+    start, end = len(matrix), len(matrix) + len(rows)
+    if room is not None and matrix.base is room.buffer and end <= len(room.buffer):
+        with room.lock:
+            if room.used == start:  # the newest view: nobody has claimed the rows after it
+                room.buffer[start:end] = rows
+                room.used = end
+                return room.buffer[:end], room
+    buffer = np.empty((int(end * ROOM_GROWTH) + 16, matrix.shape[1]), dtype=np.float32)
+    buffer[:start] = matrix
+    buffer[start:end] = rows
+    return buffer[:end], MatrixRoom(buffer, end)
+
+
 class Candidate(NamedTuple):
     score: float  # raw * the vectorised multiplier: only to choose and order candidates
     raw: float
@@ -84,6 +117,7 @@ class Snapshot:
     units: Vector  # unit vectors, zeros where has_unit is False; no rows when ``dense`` is set
     has_unit: Mask
     dense: DenseIndex | None = None  # the owner's index (shared with its other snapshots)
+    room: MatrixRoom | None = None  # the buffer ``units`` is a view of, with room to append
 
     COLUMNS = (
         "seqs", "kinds", "superseded", "timestamps", "decay_at", "use_count", "projects", "units",
@@ -125,19 +159,25 @@ class Snapshot:
     def merged(self, fresh: Snapshot) -> Snapshot:
         """This snapshot with ``fresh``'s rows replacing or joining its own, as a new snapshot.
         Only the columns that change are copied: a usage bump (known rows, same vectors) shares
-        this snapshot's matrix, and an owner with a ``dense`` index has no matrix to copy."""
+        this snapshot's matrix, new rows' vectors are appended in the matrix's room
+        (``appended``), and an owner with a ``dense`` index has no matrix to copy."""
         pos = self.positions(fresh.seqs)
         known = pos >= 0
         columns: dict[str, Any] = {}
+        room = None
         for name in self.COLUMNS:
             mine, theirs = getattr(self, name), getattr(fresh, name)
             if name == "units" and (self.dense is not None or len(mine) != len(self.seqs)):
                 columns[name] = mine[:0]  # no matrix: the vectors are in the index
                 continue
+            same = np.array_equal(mine[pos[known]], theirs[known])
+            if known.all() and same:
+                columns[name] = mine  # unchanged: shared, never copied
+                continue
+            if name == "units" and same:  # new rows only: into the room after the matrix
+                columns[name], room = appended(mine, self.room, theirs[~known])
+                continue
             if known.all():
-                if np.array_equal(mine[pos], theirs):
-                    columns[name] = mine  # unchanged: shared, never copied
-                    continue
                 columns[name] = mine.copy()
             else:
                 columns[name] = np.concatenate([mine, theirs[~known]])
@@ -147,7 +187,8 @@ class Snapshot:
             columns = {
                 name: column[order] if len(column) else column for name, column in columns.items()
             }
-        return Snapshot(rev=fresh.rev, purged=fresh.purged, dense=self.dense, **columns)
+            room = None
+        return Snapshot(rev=fresh.rev, purged=fresh.purged, dense=self.dense, room=room, **columns)
 
     # --- on disk (an owner with a dense index: its small columns, no vectors) ------------------
     def save(self, path: Path, about: dict[str, Any]) -> None:
@@ -192,7 +233,11 @@ class Snapshot:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, name).nbytes for name in self.COLUMNS)
+        """The memory its columns hold (the matrix's spare rows included)."""
+        spare = 0
+        if self.room is not None and self.units.base is self.room.buffer:
+            spare = self.room.buffer.nbytes - self.units.nbytes
+        return spare + sum(int(getattr(self, name).nbytes) for name in self.COLUMNS)
 
 
 class SnapshotCache:

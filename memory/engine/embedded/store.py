@@ -247,7 +247,9 @@ class Store:
             if due:
                 self.saved.save(conn, owner, tenant_id, index)
         if snapshot.dense is not index or len(snapshot.units):
-            snapshot = dataclasses.replace(snapshot, units=snapshot.units[:0], dense=index)
+            snapshot = dataclasses.replace(
+                snapshot, units=snapshot.units[:0], dense=index, room=None
+            )
         if (due or not saved) and snapshot.has_unit.sum() >= self._ann_min_rows:
             self.saved.save_snapshot(conn, owner, tenant_id, snapshot)
         return snapshot

@@ -14,6 +14,7 @@ import pytest
 
 from memory.engine.embedded import EmbeddedBackend, legs
 from memory.engine.embedded.scopes import owner_key
+from memory.engine.embedded.snapshots import Snapshot
 from memory.engine.types import (
     LegQuery,
     MemoryDoc,
@@ -171,6 +172,65 @@ def test_a_usage_bump_shares_the_snapshots_matrix(path):
     assert after.rev > before.rev
     assert after.units is before.units  # not copied
     assert after.use_count[0] == before.use_count[0] + 2
+
+
+def test_new_rows_are_appended_in_the_matrixs_room_and_older_snapshots_keep_theirs(path):
+    rng = np.random.default_rng(16)
+    backend = backend_at(path)  # small: the exact path, with a matrix
+    first = [doc("alice", f"fact {n}", unit(rng)) for n in range(50)]
+    backend.write(first)
+    recall(backend, "fact", unit(rng))
+    loaded = snapshot_of(backend, "alice")
+    snapshots = [loaded]
+    written = list(first)
+    for n in range(3):  # a turn at a time, as a chat writes them
+        written.append(doc("alice", f"turn {n}", unit(rng)))
+        backend.write(written[-1:])
+        recall(backend, "fact", unit(rng))
+        snapshots.append(snapshot_of(backend, "alice"))
+
+    newest = snapshots[-1]
+    assert newest.room is not None and newest.units.base is newest.room.buffer
+    assert all(s.room is newest.room for s in snapshots[1:])  # one buffer: never copied again
+    assert [len(s.units) for s in snapshots] == [50, 51, 52, 53]
+    expected = np.array([d.embedding for d in written], dtype=np.float32)
+    for s in snapshots:  # each sees exactly its own rows, whatever was appended after it
+        assert np.array_equal(s.units, expected[: len(s.units)])
+    assert recall(backend, "turn", written[-1].embedding, size=5).dense[0].id == written[-1].id
+
+
+def _rows(rng: np.random.Generator, seqs: list[int]) -> tuple[list[Any], np.ndarray]:
+    vectors = np.array([unit(rng) for _ in seqs], dtype=np.float32)
+    rows = [
+        (seq, "semantic", False, "2026-01-01T00:00:00", float("nan"), 0.0, "", True, v.tobytes())
+        for seq, v in zip(seqs, vectors, strict=True)
+    ]
+    return rows, vectors
+
+
+def test_a_matrix_room_is_claimed_once_and_a_changed_vector_is_copied():
+    rng = np.random.default_rng(17)
+    rows, base_vectors = _rows(rng, list(range(1, 11)))
+    base = Snapshot.from_rows(rows, rev=1, purged=0, dims=DIMS)
+
+    def with_rows(snapshot: Snapshot, seqs: list[int], rev: int) -> tuple[Snapshot, np.ndarray]:
+        rows, vectors = _rows(rng, seqs)
+        return snapshot.merged(Snapshot.from_rows(rows, rev=rev, purged=0, dims=DIMS)), vectors
+
+    first, v11 = with_rows(base, [11], 2)  # the first append makes the room (one copy)
+    second, v12 = with_rows(first, [12], 3)  # appended in place
+    racing, v13 = with_rows(first, [13], 3)  # from the same snapshot: the room is claimed
+    assert second.room is first.room and second.units.base is first.room.buffer
+    assert racing.room is not first.room
+    assert np.array_equal(second.units, np.vstack([base_vectors, v11, v12]))
+    assert np.array_equal(racing.units, np.vstack([base_vectors, v11, v13]))
+    assert np.array_equal(first.units, np.vstack([base_vectors, v11]))
+    assert np.array_equal(base.units, base_vectors)
+
+    changed, v5 = with_rows(second, [5], 4)  # a known row's new vector: a copy, never in place
+    assert changed.units.base is not second.room.buffer
+    assert np.array_equal(changed.units[4], v5[0])
+    assert np.array_equal(second.units[4], base_vectors[4])
 
 
 def test_the_catalogs_read_does_not_evict_the_users_snapshot(path):
