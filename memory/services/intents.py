@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.engine.types import MemoryDoc, ReadScope
@@ -118,6 +118,17 @@ def intents_record_many(docs: Sequence[MemoryDoc], replayable: Sequence[bool]) -
     ]
     with transaction.atomic():
         WriteIntent.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def intent_exists(memory_id: str) -> bool:
+    """Whether an attempt of the write of ``memory_id`` left an intent (pending or audited).
+    One indexed lookup, without the ORM: a batch of writes asks it once per write, and the
+    ORM's query building cost ~8x the lookup itself."""
+    table = connection.ops.quote_name(WriteIntent._meta.db_table)
+    column = connection.ops.quote_name(WriteIntent._meta.get_field("memory_id").column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} WHERE {column} = %s LIMIT 1", [memory_id])  # noqa: S608 - quoted names
+        return cursor.fetchone() is not None
 
 
 def intent_settle(doc: MemoryDoc, audit: Callable[[], object]) -> bool:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.engine.types import MemoryDoc
-from memory.models import WriteIntent
 from memory.services.common import backend
 from memory.services.intents import (
+    intent_exists,
     intents_abandon_many,
     intents_record_many,
     intents_settle_many,
@@ -111,7 +111,7 @@ def write_defer(user: User, doc: MemoryDoc, action: str, **extra: Any) -> bool:
     """Hold ``doc`` back for the block's one write; False (write it now) outside a block, or
     when an earlier attempt of the same write left an intent (the single path reads it)."""
     batch = _batch.get()
-    if batch is None or WriteIntent.objects.filter(memory_id=doc.id).exists():
+    if batch is None or intent_exists(doc.id):
         return False
     batch.add(_Held(user, doc, action, extra, is_replayable()))
     return True

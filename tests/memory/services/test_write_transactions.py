@@ -10,6 +10,7 @@ from django.db import connection
 from memory.models import WriteIntent
 from memory.services.catalog import catalog_delete, catalog_import
 from memory.services.common import backend, embedder
+from memory.services.intents import intent_exists
 from memory.services.writes import (
     memory_forget,
     memory_turn_record,
@@ -110,3 +111,21 @@ def test_a_write_whose_audit_row_fails_leaves_no_memory(people, monkeypatch):
     assert memory_get(user=alice, memory_id=old.id).superseded_by is None
     # Taken back by the write itself: no intent is left for the reconciler.
     assert not WriteIntent.objects.filter(memory_id__in=[d.id for d in written]).exists()
+
+
+@pytest.mark.django_db
+def test_intent_exists_sees_an_earlier_attempts_intent_in_any_state(people):
+    tenant = people.alice.tenant
+    pending = WriteIntent.objects.create(
+        memory_id="a" * 32, tenant=tenant, user_id_text="u", memory_type="semantic"
+    )
+    audited = WriteIntent.objects.create(
+        memory_id="b" * 32,
+        tenant=tenant,
+        user_id_text="u",
+        memory_type="semantic",
+        state=WriteIntent.State.AUDITED,
+    )
+
+    assert intent_exists(pending.memory_id) and intent_exists(audited.memory_id)
+    assert not intent_exists("c" * 32)
