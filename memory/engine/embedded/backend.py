@@ -317,7 +317,8 @@ class EmbeddedBackend(MemoryBackend):
     ) -> MemoryDoc | None:
         with self._store.transaction() as conn:
             row = conn.execute(
-                "SELECT source FROM memories WHERE owner = ? AND session_id = ?"
+                "SELECT source FROM memories INDEXED BY memories_owner_session"
+                " WHERE owner = ? AND session_id = ?"
                 " AND timestamp <= ? AND tenant_id = ? AND memory_type = 'episodic'"
                 " ORDER BY timestamp DESC, seq DESC LIMIT 1",
                 (owner_key(tenant_id, user_id), session_id, sortable(before), tenant_id),
@@ -336,10 +337,13 @@ class EmbeddedBackend(MemoryBackend):
         if scope.user_id is None or not turns or depth < 1:
             return {}
         owner = owner_key(scope.tenant_id, scope.user_id)
-        # Bounds as one clause each, always bound: an absent bound is the widest text.
+        # Bounds as one clause each, always bound: an absent bound is the widest text. The
+        # session's index, named: without statistics SQLite may take (owner, timestamp) for
+        # the range instead and read every turn of the owner in it.
         low, high = sortable(since) if since else "", sortable(until) if until else "\uffff"
         around = (
-            "SELECT id FROM memories WHERE owner = ? AND session_id = ?"
+            "SELECT id FROM memories INDEXED BY memories_owner_session"
+            " WHERE owner = ? AND session_id = ?"
             " AND memory_type = 'episodic' AND timestamp {op} ? AND timestamp >= ?"
             " AND timestamp <= ? ORDER BY timestamp {order}, seq {order} LIMIT ?"
         )

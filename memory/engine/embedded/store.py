@@ -77,6 +77,10 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS memories_owner_type ON memories (owner, memory_type)",
     "CREATE INDEX IF NOT EXISTS memories_owner_created ON memories (owner, created_at, id)",
     "CREATE INDEX IF NOT EXISTS memories_owner_rev ON memories (owner, rev)",
+    # The owner's newest memory without a pass over its rows (recall's time anchor reads it:
+    # ``newest_timestamp``). Not (owner, memory_type, timestamp): SQLite would then read a
+    # session's neighbours through it instead of memories_owner_session.
+    "CREATE INDEX IF NOT EXISTS memories_owner_time ON memories (owner, timestamp)",
     """CREATE TABLE IF NOT EXISTS owners (
         owner TEXT PRIMARY KEY, rev INTEGER NOT NULL, purged INTEGER NOT NULL
     )""",

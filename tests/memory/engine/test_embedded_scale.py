@@ -4,8 +4,9 @@ lexical leg whose work a long message cannot blow up."""
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from memory.engine.types import (
     Ranking,
     ReadScope,
     RecallFilter,
+    SessionTurn,
     UsageBump,
 )
 from memory.query import lexical_terms
@@ -231,6 +233,85 @@ def test_a_matrix_room_is_claimed_once_and_a_changed_vector_is_copied():
     assert changed.units.base is not second.room.buffer
     assert np.array_equal(changed.units[4], v5[0])
     assert np.array_equal(second.units[4], base_vectors[4])
+
+
+def _steps(backend: EmbeddedBackend, read: Any) -> int:
+    """SQLite virtual-machine steps (in hundreds) the read takes on this thread's connection."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn = backend._store.connection()
+    conn.set_progress_handler(count, 100)
+    try:
+        read()
+    finally:
+        conn.set_progress_handler(None, 100)
+    return steps
+
+
+def test_the_newest_memory_is_read_without_visiting_the_owners_rows(path):
+    rng = np.random.default_rng(18)
+    backend = backend_at(path)
+    turns = [doc("alice", f"turn {n}", unit(rng), kind="episodic") for n in range(200)]
+    backend.write(turns)
+    small = _steps(backend, lambda: backend.newest_timestamp(ALICE))
+    backend.write([doc("alice", f"more {n}", unit(rng), kind="episodic") for n in range(4000)])
+    large = _steps(backend, lambda: backend.newest_timestamp(ALICE))
+
+    assert backend.newest_timestamp(ALICE) == NOW
+    assert large <= small + 2  # an index probe per owner and kind, not a pass over 4,200 rows
+
+
+def test_a_sessions_neighbours_are_read_through_its_own_index(path):
+    rng = np.random.default_rng(19)
+    backend = backend_at(path)
+
+    def turns(session: str, count: int) -> list[MemoryDoc]:
+        made = [doc("alice", f"{session} {n}", unit(rng), kind="episodic") for n in range(count)]
+        for n, turn in enumerate(made):
+            turn.session_id = session
+            turn.timestamp = NOW - timedelta(minutes=count - n)
+        return made
+
+    mine = turns("s-1", 20)
+    backend.write(mine)
+    asked = [SessionTurn(id=mine[10].id, session_id="s-1", timestamp=mine[10].timestamp)]
+
+    def reads() -> None:
+        backend.session_neighbours(ALICE, asked, depth=2)
+        backend.previous_turn(
+            tenant_id="acme", user_id="alice", session_id="s-1", before=mine[10].timestamp
+        )
+
+    small = _steps(backend, reads)
+    backend.write(turns("s-2", 4000))  # another session's turns, as old and as new
+    large = _steps(backend, reads)
+
+    found = backend.session_neighbours(ALICE, asked, depth=2)[mine[10].id]
+    assert found.before == (mine[9].id, mine[8].id) and found.after == (mine[11].id, mine[12].id)
+    previous = backend.previous_turn(
+        tenant_id="acme", user_id="alice", session_id="s-1", before=mine[10].timestamp
+    )
+    assert previous is not None and previous.id == mine[10].id  # at or before: itself
+    assert large <= small + 2
+
+
+def test_a_store_of_before_gets_the_owner_time_index(path):
+    backend_at(path).write([doc("alice", "a fact", [1.0] + [0.0] * (DIMS - 1))])
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX memories_owner_time")
+    conn.close()
+
+    backend_at(path)  # a new process on the old store
+
+    conn = sqlite3.connect(path)
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    conn.close()
+    assert {"memories_owner_time", "memories_owner_type", "memories_owner_session"} <= names
 
 
 def test_the_catalogs_read_does_not_evict_the_users_snapshot(path):
