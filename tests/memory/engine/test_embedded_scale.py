@@ -222,15 +222,16 @@ def test_a_matrix_room_is_claimed_once_and_a_changed_vector_is_copied():
     first, v11 = with_rows(base, [11], 2)  # the first append makes the room (one copy)
     second, v12 = with_rows(first, [12], 3)  # appended in place
     racing, v13 = with_rows(first, [13], 3)  # from the same snapshot: the room is claimed
-    assert second.room is first.room and second.units.base is first.room.buffer
-    assert racing.room is not first.room
+    room = first.room
+    assert room is not None and second.room is room and second.units.base is room.buffer
+    assert racing.room is not room
     assert np.array_equal(second.units, np.vstack([base_vectors, v11, v12]))
     assert np.array_equal(racing.units, np.vstack([base_vectors, v11, v13]))
     assert np.array_equal(first.units, np.vstack([base_vectors, v11]))
     assert np.array_equal(base.units, base_vectors)
 
     changed, v5 = with_rows(second, [5], 4)  # a known row's new vector: a copy, never in place
-    assert changed.units.base is not second.room.buffer
+    assert changed.units.base is not room.buffer
     assert np.array_equal(changed.units[4], v5[0])
     assert np.array_equal(second.units[4], base_vectors[4])
 
