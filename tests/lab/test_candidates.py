@@ -75,7 +75,8 @@ sys.meta_path[:] = [
 ]
 import importlib.util
 
-assert importlib.util.find_spec("lab") is None
+found = importlib.util.find_spec("lab")
+assert found is None, (found, sys.path, sys.meta_path)
 import django
 from django.conf import settings
 from django.core.management import call_command
