@@ -107,8 +107,9 @@ def load_front_matter(raw: str) -> dict[str, Any]:
     """The front matter ``raw`` (the YAML text between the ``---`` lines) as JSON values."""
     if len(raw) > MAX_FRONT_MATTER:
         refuse("", f"is longer than {MAX_FRONT_MATTER} characters", "too_long")
-    loader = _Loader(raw)
+    loader = None
     try:
+        loader = _Loader(raw)  # its reader refuses a control character at once
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -120,7 +121,8 @@ def load_front_matter(raw: str) -> dict[str, Any]:
             reason="not_yaml",
         ) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):

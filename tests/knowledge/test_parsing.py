@@ -107,6 +107,8 @@ HOSTILE = [
     ('"\\ud800": 1', "", "surrogate"),
     ('x: "\\ud800"', "x", "surrogate"),
     ('tags: [a, "\\udc00b"]', "tags[1]", "surrogate"),
+    ("x: a\x01b", "", "not_yaml"),  # a control character: the reader refuses it at once
+    ("x: a\x1bb", "", "not_yaml"),
     ("x: !!int 0xZZ", "line 2", "not_yaml"),
     ("x: !!bool maybe", "line 2", "not_yaml"),
     ("x: !!timestamp nope", "x", None),  # kept as the text written
