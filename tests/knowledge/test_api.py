@@ -195,6 +195,14 @@ def test_hostile_front_matter_is_a_400_naming_the_field(api, store, app, bound, 
     assert not Entity.objects.exists() and not Revision.objects.exists()
 
 
+def test_a_control_character_in_the_front_matter_is_a_400(api, store, app, bound):
+    response = upsert(api, bound, app, "a.md", "---\ntitle: a\x01b\n---\nBody.\n")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "bad_front_matter" and error["details"]["field"] == "front_matter"
+    assert not Entity.objects.exists() and not Revision.objects.exists()
+
+
 def test_a_date_that_is_no_date_is_kept_as_written(api, store, app, bound):
     response = upsert(api, bound, app, "a.md", "---\nid: plan-x\ndue: 0000-00-00\n---\nBody.\n")
     assert response.status_code == 201, response.content
