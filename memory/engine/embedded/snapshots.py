@@ -173,6 +173,8 @@ class Snapshot:
             same = np.array_equal(mine[pos[known]], theirs[known])
             if known.all() and same:
                 columns[name] = mine  # unchanged: shared, never copied
+                if name == "units":
+                    room = self.room  # and its room kept for the next write
                 continue
             if name == "units" and same:  # new rows only: into the room after the matrix
                 columns[name], room = appended(mine, self.room, theirs[~known])

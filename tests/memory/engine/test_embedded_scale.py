@@ -200,6 +200,16 @@ def test_new_rows_are_appended_in_the_matrixs_room_and_older_snapshots_keep_thei
         assert np.array_equal(s.units, expected[: len(s.units)])
     assert recall(backend, "turn", written[-1].embedding, size=5).dense[0].id == written[-1].id
 
+    # A usage bump (the same vectors) keeps the room: the next write still appends in place.
+    backend.record_usage([UsageBump(doc=first[0], count=1, last_used_at=NOW)])
+    recall(backend, "fact", unit(rng))
+    bumped = snapshot_of(backend, "alice")
+    backend.write([doc("alice", "turn after the bump", unit(rng))])
+    recall(backend, "fact", unit(rng))
+    after = snapshot_of(backend, "alice")
+    assert bumped.room is newest.room and after.room is newest.room
+    assert after.units.base is newest.room.buffer and len(after.units) == 54
+
 
 def _rows(rng: np.random.Generator, seqs: list[int]) -> tuple[list[Any], np.ndarray]:
     vectors = np.array([unit(rng) for _ in seqs], dtype=np.float32)
