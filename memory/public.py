@@ -66,6 +66,7 @@ _HOMES: dict[str, str] = {
     "memory_erase_page": "memory.services.erasure",
     "memory_expunge_deleted": "memory.services.erasure",
     "memory_expunge_later": "memory.services.erasure",
+    "memory_session_cursors_drop": "memory.services.erasure",
     # backup, restore and retention (lifecycle)
     "memory_store_kind": "memory.services.backup",
     "memory_store_counts": "memory.services.backup",
@@ -175,6 +176,7 @@ if TYPE_CHECKING:  # the same names for mypy (`x as x`: an explicit re-export)
         memory_erase_page as memory_erase_page,
         memory_expunge_deleted as memory_expunge_deleted,
         memory_expunge_later as memory_expunge_later,
+        memory_session_cursors_drop as memory_session_cursors_drop,
     )
     from memory.services.imports import (
         ImportedMemory as ImportedMemory,

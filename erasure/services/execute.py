@@ -33,6 +33,7 @@ from memory.public import (
     memory_ids_page,
     memory_personal_all,
     memory_remaining_count,
+    memory_session_cursors_drop,
     memory_supporting_episode_ids,
 )
 from tenants.models import PlatformToken, ScopedKey, User
@@ -195,6 +196,8 @@ class _Job:
             user = row.user
             purged = ledger_user_purge(user=user) if user is not None else 0
             others = _purge_other_apps(user, whole=row.scope == ForgetRequest.Scope.USER)
+            if user is not None and (cursors := memory_session_cursors_drop(user=user)):
+                others["memory.session_cursors"] = cursors
             erased = {i for p in progress for i in p.erased_ids()}
             now = timezone.now()
             row.receipt = {

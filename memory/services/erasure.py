@@ -9,7 +9,9 @@ reach every document of the user, also one whose key is gone.
 from __future__ import annotations
 
 from atlas_platform.jobs import job_enqueue
+from memory.models import SessionCursor
 from memory.services.common import backend, personal_type, store_errors
+from tenants.models import User
 
 
 def memory_erase_page(
@@ -36,6 +38,16 @@ def memory_expunge_later(*, tenant_id: str, user_id: str) -> None:
     """Queue ``memory.expunge_deleted`` after the commit (it retries every
     ``EXPUNGE_RETRY_S`` until the cluster lets the deletes go)."""
     job_enqueue("memory.expunge_deleted", tenant_id, user_id)
+
+
+def memory_session_cursors_drop(*, user: User) -> int:
+    """After an erasure: forget which session ``user``'s turns are in now (every agent's
+    cursor); returns how many went. A cursor holds no text, but it names the session of the
+    newest turn and that turn's time: once the turns are erased (a whole user, or chosen
+    memories that may include them) it would still say when the user last spoke and lead the
+    next text-only turn into an erased session. Its next turn opens a new inferred session."""
+    deleted, _ = SessionCursor.objects.filter(user=user).delete()
+    return deleted
 
 
 EXPUNGE_RETRY_S = 40

@@ -22,6 +22,7 @@ from erasure.services import (
     forget_request_retry,
 )
 from memory.engine.base import EngineError
+from memory.models import SessionCursor
 from memory.services.common import backend
 from memory.services.scoping import user_read_scope
 from memory.services.writes import memory_turn_record, memory_write
@@ -295,6 +296,37 @@ def test_erasing_by_query_resolves_ids_once_and_wipes_the_query(
     assert remaining(alice, [*(h.id for h in hits), keep.id]) == [keep.id]
     assert done.receipt["indices"]["semantic"]["deleted"] == 3
     assert text_anywhere(["lumio hub", "Lumio", "serial is"]) == []
+
+
+def test_an_erasure_drops_the_session_cursor_that_points_at_erased_turns(
+    alice, bob, acme_admin, django_capture_on_commit_callbacks
+):
+    """A cursor names the session of the user's newest turn and that turn's time: after the
+    turn is erased it would still say when the user last spoke, and lead the next text-only
+    turn into the erased session. Another user's cursor stays."""
+    memory_turn_record(user=alice, text="My new door code is 2468", k=1)
+    last = memory_turn_record(user=alice, text="Remind me of the door code tomorrow", k=1)
+    memory_turn_record(user=bob, text="I moved to Leeds", k=1)
+    erased_session = last.episode.session_id
+    assert SessionCursor.objects.filter(user=alice).count() == 1
+    request = forget_request_open(
+        reason="the subject asked",
+        ticket="DPO-7",
+        user=alice,
+        scope="query",
+        query="door code",
+        by=op(acme_admin),
+    )
+    approved(request, acme_admin, django_capture_on_commit_callbacks)
+
+    done = run(request)
+
+    assert done.receipt["indices"]["episodic"]["deleted"] == 2
+    assert done.receipt["other_records_deleted"] == {"memory.session_cursors": 1}
+    assert not SessionCursor.objects.filter(user=alice).exists()
+    assert SessionCursor.objects.filter(user=bob).count() == 1
+    after = memory_turn_record(user=alice, text="Good morning", k=1).episode
+    assert after.session_inferred and after.session_id not in (None, erased_session)
 
 
 def test_erasing_a_user_purges_stored_responses_and_may_delete_the_user(
