@@ -93,7 +93,7 @@ def move(
         unindex_row(conn, seq, owner, source)
         conn.execute("DELETE FROM memories WHERE seq = ?", (seq,))
     if due:
-        bump(conn, owner, purged=True)  # the owner's snapshots reload without them
+        bump(conn, owner, removed=[row[0] for row in due])  # the owner's snapshots drop them
     return [row[1] for row in due]
 
 

@@ -173,7 +173,7 @@ class EmbeddedBackend(MemoryBackend):
                 return bool(archive.delete(conn, "id = ? AND owner = ?", (doc.id, owner)))
             source = json.loads(row[1])
             unindex_row(conn, row[0], owner, source)
-            bump(conn, owner, purged=True)
+            bump(conn, owner, removed=[row[0]])
             self._clear_contexts(conn, owner, [source])
         return True
 
@@ -219,7 +219,7 @@ class EmbeddedBackend(MemoryBackend):
             for (seq, _, _), source in zip(rows, sources, strict=True):
                 unindex_row(conn, seq, owner, source)
             if rows:
-                bump(conn, owner, purged=True)
+                bump(conn, owner, removed=[seq for seq, _, _ in rows])
                 self._clear_contexts(conn, owner, sources)
             archived = archive.delete(conn, where, params)
         return sorted([row[1] for row in rows] + archived)

@@ -11,6 +11,7 @@ kept in step by ``store``) and the snapshot holds none.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -191,6 +192,17 @@ class Snapshot:
             }
             room = None
         return Snapshot(rev=fresh.rev, purged=fresh.purged, dense=self.dense, room=room, **columns)
+
+    def without(self, seqs: npt.NDArray[np.int64], *, purged: int) -> Snapshot:
+        """This snapshot less the rows ``seqs`` (deleted since), as of the owner's ``purged``
+        deletes; its revision stays, so the rows written since are merged after."""
+        keep = ~np.isin(self.seqs, seqs)
+        if keep.all():
+            return dataclasses.replace(self, purged=purged)
+        columns = {name: getattr(self, name)[keep] for name in self.COLUMNS if name != "units"}
+        has_matrix = self.dense is None and len(self.units) == len(self.seqs)
+        columns["units"] = self.units[keep] if has_matrix else self.units[:0]
+        return Snapshot(rev=self.rev, purged=purged, dense=self.dense, room=None, **columns)
 
     # --- on disk (an owner with a dense index: its small columns, no vectors) ------------------
     def save(self, path: Path, about: dict[str, Any]) -> None:

@@ -49,6 +49,7 @@ from memory.engine.types import MemoryDoc
 BUSY_TIMEOUT_S = 5.0
 BUILD_CHUNK = 20_000  # rows read at a time while an owner's dense index is built
 CACHE_BYTES = 256 * 2**20
+PURGES_KEPT = 1000  # deletes remembered per owner (``purges``)
 SCHEMA_VERSION = 3
 CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
         owner, context, content='', tokenize='porter unicode61'
@@ -84,6 +85,13 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS owners (
         owner TEXT PRIMARY KEY, rev INTEGER NOT NULL, purged INTEGER NOT NULL
     )""",
+    # What each delete took from its owner (``bump``): a cached snapshot or a dense index that
+    # is a few deletes behind drops those rows instead of reading every row again. Seqs only;
+    # the newest ``PURGES_KEPT`` per owner (one further behind reads every row, as before).
+    """CREATE TABLE IF NOT EXISTS purges (
+        owner TEXT NOT NULL, purged INTEGER NOT NULL, seqs TEXT NOT NULL,
+        PRIMARY KEY (owner, purged)
+    ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     """CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
         owner, text, name, description, trigger_text, content='', tokenize='porter unicode61'
@@ -181,10 +189,11 @@ class Store:
     def snapshot(
         self, conn: sqlite3.Connection, owner: str, tenant_id: str, keep: Collection[str] = ()
     ) -> Snapshot:
-        """The owner's rows as this transaction sees them: the cached snapshot plus the rows
-        written since, or reloaded whole after a delete (the vectors then only where the owner
-        has no dense index: the index catches up on its own). ``keep``: the other owners of
-        the same read, whose snapshots this one must not evict."""
+        """The owner's rows as this transaction sees them: the cached snapshot less the rows
+        deleted since (``purges``) plus the rows written since, or reloaded whole when it is
+        further behind than the deletes remembered (the vectors then only where the owner has
+        no dense index: the index catches up on its own). ``keep``: the other owners of the
+        same read, whose snapshots this one must not evict."""
         rev, purged = conn.execute(
             "SELECT rev, purged FROM owners WHERE owner = ?", (owner,)
         ).fetchone() or (0, 0)
@@ -194,6 +203,9 @@ class Store:
             cached = self.saved.load_snapshot(conn, owner, tenant_id, rev, purged)
             if cached is not None and cached.has_unit.sum() < self._ann_min_rows:
                 cached = None  # saved under a larger index threshold: it needs its matrix
+        if cached is not None and cached.purged < purged and cached.rev < rev:
+            gone = removed_since(conn, owner, cached.purged, purged)
+            cached = None if gone is None else cached.without(gone, purged=purged)
         if cached is not None and cached.rev == rev:
             fresh = cached
         elif cached is not None and cached.purged == purged and cached.rev < rev:
@@ -286,7 +298,10 @@ class Store:
     ) -> None:
         """Bring ``index`` (its lock held) from its revision to ``snapshot``'s."""
         if index.purged != snapshot.purged and len(index):
-            index.remove(np.setdiff1d(index.seqs(), snapshot.seqs[snapshot.has_unit]))
+            gone = removed_since(conn, owner, index.purged, snapshot.purged)
+            if gone is None:  # too far behind: whatever the snapshot no longer has
+                gone = np.setdiff1d(index.seqs(), snapshot.seqs[snapshot.has_unit])
+            index.remove(gone)
         if index.rev == 0:  # the first fill: every row, by seq (the primary key), in chunks
             query = (
                 "SELECT seq, unit FROM memories WHERE seq > ? AND owner = ? AND tenant_id = ?"
@@ -378,7 +393,7 @@ def store_rows(conn: sqlite3.Connection, docs: list[Encoded]) -> None:
             context_delete(conn, seq, context_fields(old_owner, old))
             context_insert(conn, seq, context_fields(owner, doc.source))
         if old_owner != columns["owner"]:
-            bump(conn, old_owner, purged=True)
+            bump(conn, old_owner, removed=[seq])
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -420,17 +435,43 @@ def migrate_project(conn: sqlite3.Connection, columns: set[str]) -> None:
     )
 
 
-def bump(conn: sqlite3.Connection, owner: str, *, purged: bool = False) -> int:
-    """Count a write to ``owner``; a delete also counts as a purge (snapshots reload whole, the
-    owner's saved dense index is removed: ``SavedIndexes.drop``)."""
-    if purged:
+def bump(conn: sqlite3.Connection, owner: str, *, removed: Collection[int] = ()) -> int:
+    """Count a write to ``owner``; a delete (the ``removed`` seqs: rows taken out of the
+    owner's) also counts as a purge: its seqs are kept in ``purges`` for the owner's cached
+    snapshots and dense index to drop, and the owner's saved files are removed
+    (``SavedIndexes.drop``)."""
+    if removed:
         conn.execute("SELECT saved_index_drop(?)", (owner,))
-    (rev,) = conn.execute(
+    rev, purged = conn.execute(
         "INSERT INTO owners (owner, rev, purged) VALUES (?, 1, ?) ON CONFLICT (owner)"
-        " DO UPDATE SET rev = rev + 1, purged = purged + excluded.purged RETURNING rev",
-        (owner, int(purged)),
+        " DO UPDATE SET rev = rev + 1, purged = purged + excluded.purged RETURNING rev, purged",
+        (owner, int(bool(removed))),
     ).fetchone()
+    if removed:
+        conn.execute(
+            "INSERT INTO purges (owner, purged, seqs) VALUES (?, ?, ?)",
+            (owner, purged, json.dumps(sorted(int(seq) for seq in removed))),
+        )
+        conn.execute(
+            "DELETE FROM purges WHERE owner = ? AND purged <= ?", (owner, purged - PURGES_KEPT)
+        )
     return int(rev)
+
+
+def removed_since(
+    conn: sqlite3.Connection, owner: str, since: int, purged: int
+) -> npt.NDArray[np.int64] | None:
+    """The seqs the owner's deletes after ``since`` up to ``purged`` took out, sorted; None
+    when one of those deletes is no longer remembered (``PURGES_KEPT``, or a store from before
+    ``purges``): the caller then reads what is left instead."""
+    rows = conn.execute(
+        "SELECT seqs FROM purges WHERE owner = ? AND purged > ? AND purged <= ?",
+        (owner, since, purged),
+    ).fetchall()
+    if len(rows) != purged - since:
+        return None
+    seqs = [seq for (listed,) in rows for seq in json.loads(listed)]
+    return np.unique(np.array(seqs, dtype=np.int64))
 
 
 def index_row(conn: sqlite3.Connection, seq: int, owner: str, source: dict[str, Any]) -> None:
