@@ -39,6 +39,7 @@ class RecallSettings:
     context_boost: float = 0.5  # ATLAS_TURN_CONTEXT_BOOST: a turn's lexical context's weight
     session_spread: float = 0.25  # ATLAS_RECALL_SESSION_SPREAD: share a head turn lends
     session_depth: int = 2  # ATLAS_RECALL_SESSION_DEPTH: turns each way it lends to
+    turn_prior: float = 0.8  # ATLAS_RECALL_TURN_PRIOR: a question / small-talk turn's factor
     rerank_budget_ms: int = 400  # ATLAS_RERANK_BUDGET_MS: past it, the fused order stands
 
     def __post_init__(self) -> None:
@@ -49,6 +50,7 @@ class RecallSettings:
         _within("ATLAS_TURN_CONTEXT_BOOST", self.context_boost, 0.0, 10.0)
         _within("ATLAS_RECALL_SESSION_SPREAD", self.session_spread, 0.0, 1.0)
         _within("ATLAS_RECALL_SESSION_DEPTH", self.session_depth, 0, 10)
+        _within("ATLAS_RECALL_TURN_PRIOR", self.turn_prior, 0.0, 1.0)
         _within("ATLAS_RERANK_BUDGET_MS", self.rerank_budget_ms, 0, 60_000)
 
     @classmethod
@@ -61,6 +63,7 @@ class RecallSettings:
             context_boost=env.float("ATLAS_TURN_CONTEXT_BOOST", default=d.context_boost),
             session_spread=env.float("ATLAS_RECALL_SESSION_SPREAD", default=d.session_spread),
             session_depth=env.int("ATLAS_RECALL_SESSION_DEPTH", default=d.session_depth),
+            turn_prior=env.float("ATLAS_RECALL_TURN_PRIOR", default=d.turn_prior),
             rerank_budget_ms=env.int("ATLAS_RERANK_BUDGET_MS", default=d.rerank_budget_ms),
         )
 

@@ -361,6 +361,8 @@ ATLAS_RERANKING = RerankerSettings.from_env(env)
 #   ATLAS_TURN_CONTEXT_BOOST (0.5)     a turn's lexical context field against its text (0: off)
 #   ATLAS_RECALL_SESSION_SPREAD (0.25) share of its score a head turn lends to its session
 #   ATLAS_RECALL_SESSION_DEPTH (2)     ... to the turns up to this many away (0: off)
+#   ATLAS_RECALL_TURN_PRIOR (0.8)      a head turn that is a question, or small talk, scores
+#                                      this times its fused score, both: twice (1: off)
 #   ATLAS_RERANK_BUDGET_MS (400)       a reranker past it leaves the fused order (reranked: false)
 # Settings of methods measured and not kept are refused (config.RETIRED_SETTINGS: the lexical
 # weight, window decay, time anchor); the lab sets them on a RecallPlan.

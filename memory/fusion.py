@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from memory.engine.types import LegHit, Neighbours
+from memory.query import content_word_count, is_question
 
 # Smaller than the source design's 30, which ranks a pool for a cross-encoder to reorder. With
 # no reranker (the default: none ships in a registry package) the fused order is what recall
@@ -13,6 +14,9 @@ from memory.engine.types import LegHit, Neighbours
 # more than turning up twice: 1/13 + 0.5/11 < 1/7. A reranker reads every candidate, so its
 # order does not depend on this. Measured in atlas-lab/lab/docs/recall-notebook.md ("session 4").
 RRF_RANK_CONSTANT = 5
+# A turn with fewer content words than this (memory.query.content_word_count) is small talk to
+# the turn prior ("Oh no, what happened?", "Always, what's up").
+SHORT_TURN_WORDS = 5
 # leg_confidence compares a leg's top score with the one at this rank: recall's default page
 # (k=10), so the question is whether the best hit stands out from what a page would show.
 CONFIDENCE_DEPTH = 10
@@ -177,3 +181,28 @@ def cap_per_session(
         taken[session] = taken.get(session, 0) + 1
         first.append(f)
     return first + waiting
+
+
+def turn_prior(fused: list[Fused], turns: dict[str, str], *, factor: float) -> list[Fused]:
+    """``fused`` with the score of each turn in ``turns`` (id -> text) multiplied by
+    ``factor`` when it is a question, and again when it has fewer than ``SHORT_TURN_WORDS``
+    content words, best first again (``rrf``'s order). ``factor`` 1 changes nothing.
+
+    A recall looks for the turn that holds the answer. A conversation's small talk rarely
+    does, and a short question shares the question's shape, so its vector sits close to it:
+    "Oh no, what happened?" and "How's your Wednesday going?" outranked the evidence of
+    conversational questions ("Issue 33: a turn prior" in atlas-lab/lab/docs/recall-notebook.md).
+    Facts, playbooks and the catalog are not in ``turns`` and keep their scores."""
+    if factor == 1.0 or not turns:
+        return fused
+    out = []
+    for f in fused:
+        text = turns.get(f.id)
+        if text is not None:
+            scale = factor if is_question(text) else 1.0
+            if content_word_count(text) < SHORT_TURN_WORDS:
+                scale *= factor
+            if scale != 1.0:
+                f = replace(f, score=f.score * scale)
+        out.append(f)
+    return sorted(out, key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))

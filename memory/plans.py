@@ -49,7 +49,9 @@ class RecallPlan:
     ``context_boost`` (a turn's lexical context field against its text in the lexical leg; 0:
     not searched), ``session_spread`` / ``session_depth`` (the share of its fused score each
     turn at the head lends to the turns up to ``session_depth`` away in its session; 0: no
-    spread). ``decay_offset_days`` / ``decay_scale_days`` (None: the tenant's).
+    spread), ``turn_prior`` (a fused head turn that is a question, and one with few content
+    words, scores that times its score, ``memory.fusion.turn_prior``; 1: off).
+    ``decay_offset_days`` / ``decay_scale_days`` (None: the tenant's).
 
     Switches: ``rerank`` (the configured reranker, if any), ``decay``, ``time_hints`` (a time
     expression in the query adds a time-filtered run of the legs), ``succession`` (a superseded
@@ -71,6 +73,7 @@ class RecallPlan:
     context_boost: float | None = None
     session_spread: float | None = None
     session_depth: int | None = None
+    turn_prior: float | None = None
     strip_time_phrase: bool = False
     feedback_docs: int = 0
     feedback_terms: int = 0
@@ -95,6 +98,8 @@ class RecallPlan:
             raise ValidationError("session_spread must be 0-1.", code="bad_plan")
         if self.session_depth is not None and not 0 <= self.session_depth <= 10:
             raise ValidationError("session_depth must be 0-10.", code="bad_plan")
+        if self.turn_prior is not None and not 0.0 <= self.turn_prior <= 1.0:
+            raise ValidationError("turn_prior must be 0-1.", code="bad_plan")
         if self.candidates is not None and not 1 <= self.candidates <= 1000:
             raise ValidationError("candidates must be 1-1000.", code="bad_plan")
         if not 0 <= self.feedback_docs <= 20 or not 0 <= self.feedback_terms <= 50:
@@ -133,6 +138,7 @@ class ResolvedPlan:
     context_boost: float
     session_spread: float
     session_depth: int
+    turn_prior: float
     strip_time_phrase: bool
     feedback_docs: int = 0
     feedback_terms: int = 0
@@ -176,6 +182,7 @@ def resolve_plan(plan: RecallPlan, config: RecallSettings) -> ResolvedPlan:
             config.session_spread if plan.session_spread is None else plan.session_spread
         ),
         session_depth=config.session_depth if plan.session_depth is None else plan.session_depth,
+        turn_prior=config.turn_prior if plan.turn_prior is None else plan.turn_prior,
         strip_time_phrase=plan.strip_time_phrase,
         feedback_docs=plan.feedback_docs,
         feedback_terms=plan.feedback_terms,

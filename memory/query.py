@@ -229,6 +229,19 @@ def lexical_terms(text: str) -> list[str]:
     return [w for w in words if w.lower().strip(string.punctuation) not in STOP_WORDS] or words
 
 
+def content_word_count(text: str) -> int:
+    """How many words of ``text`` carry content: words with a letter or digit, minus function
+    words (``STOP_WORDS``). "Oh no, what happened?" has three; "Got a sec?" two."""
+    words = (word.lower().strip(string.punctuation) for word in text.split())
+    return sum(1 for w in words if any(char.isalnum() for char in w) and w not in STOP_WORDS)
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` ends on a question: its last sentence ends with "?" (a closing quote
+    or bracket after it allowed)."""
+    return text.rstrip().rstrip("\"')]").endswith("?")
+
+
 def feedback_terms(query: str, texts: list[str], *, limit: int) -> list[str]:
     """Up to ``limit`` words of ``texts`` (the first pass's best hits) that ``query`` lacks,
     for pseudo-relevance feedback: the words most of the texts share first (a word in two of

@@ -32,6 +32,7 @@ from memory.fusion import (
     leg_confidence,
     rrf,
     spread_to_neighbours,
+    turn_prior,
 )
 from memory.plans import DEFAULT_PLAN, LEGS, RecallPlan, ResolvedPlan, resolve_plan
 from memory.query import TimeWindow, feedback_terms, parse_time_window, without_time_phrase
@@ -120,8 +121,8 @@ def memory_recall(
     project; the catalog is not affected. A project-scoped recall does not spread to session
     neighbours (a neighbour turn need not be of the project).
 
-    The steps, each below: parse, read the time, embed, legs, fuse, spread, read, rerank,
-    note (docs/recall-quality.md, "How recall works").
+    The steps, each below: parse, read the time, embed, legs, fuse, spread, prior, read,
+    rerank, note (docs/recall-quality.md, "How recall works").
     """
     config: RecallSettings = settings.ATLAS_RECALL
     resolved = resolve_plan(plan, config)
@@ -164,11 +165,16 @@ def memory_recall(
     if _spreads(fused, ask, resolved):
         with _timed(timings, "spread_ms"):
             fused = _spread(scope, fused, legs, ask, resolved, sessions)
-    fused = cap_per_session(fused, sessions, cap=resolved.session_cap, head=ask.k)
     reranker = default_reranker() if resolved.rerank else None
+    depth = None if reranker else ask.k  # a reranker reads every candidate
+    read: dict[str, MemoryDoc | None] = {}
+    if _priors(fused, ask, resolved):
+        with _timed(timings, "prior_ms"):
+            fused, read = _prior(scope, fused, depth, resolved)
+    fused = cap_per_session(fused, sessions, cap=resolved.session_cap, head=ask.k)
     with _timed(timings, "read_ms"):
-        # A reranker reads every candidate; otherwise only the head of the fused list.
-        candidates = _with_docs(scope, fused, None if reranker else ask.k, ask.include_superseded)
+        # Only the head of the fused list, or every candidate for a reranker.
+        candidates = _with_docs(scope, fused, depth, ask.include_superseded, read)
     outcome = rerank(
         reranker, ask.query, [doc.text for _, doc in candidates], budget_ms=config.rerank_budget_ms
     )
@@ -355,6 +361,25 @@ def _spread(
     return [f for f in spread if f.id not in ask.excluded]
 
 
+def _priors(fused: list[Fused], ask: _Ask, plan: ResolvedPlan) -> bool:
+    """Whether the turn prior runs: on, episodes asked for, and something fused."""
+    return plan.turn_prior != 1.0 and "episodic" in ask.types and bool(fused)
+
+
+def _prior(
+    scope: ReadScope, fused: list[Fused], k: int | None, plan: ResolvedPlan
+) -> tuple[list[Fused], dict[str, MemoryDoc | None]]:
+    """The fused list with the turn prior applied to the turns among the documents the read
+    step reads (``_with_docs``'s head for ``k``), and what that read found (``None``: gone
+    since the legs): read here, once, so the prior costs no extra read (a head of 30 was
+    measured too: the same ranks)."""
+    head = fused if k is None else fused[: k + READ_SPARE]
+    with store_errors():
+        docs = {d.id: d for d in backend().get_many(scope, [f.id for f in head])}
+    turns = {i: d.text for i, d in docs.items() if d.memory_type == "episodic"}
+    return turn_prior(fused, turns, factor=plan.turn_prior), {f.id: docs.get(f.id) for f in head}
+
+
 def _sessions(legs: dict[str, list[LegHit]]) -> dict[str, str]:
     """The session of every turn a leg found (``cap_per_session`` reads it)."""
     return {hit.id: hit.session_id for hits in legs.values() for hit in hits if hit.session_id}
@@ -464,15 +489,21 @@ READ_SPARE = 5
 
 
 def _with_docs(
-    scope: ReadScope, fused: list[Fused], k: int | None, include_superseded: bool
+    scope: ReadScope,
+    fused: list[Fused],
+    k: int | None,
+    include_superseded: bool,
+    known: dict[str, MemoryDoc | None] | None = None,
 ) -> list[tuple[Fused, MemoryDoc]]:
     """The fused candidates (the first ``k`` + spares, or all) with their documents, read in
-    one request under the same read scope."""
+    one request under the same read scope (those in ``known``, read by this recall already,
+    are not read again; ``None`` there: not found)."""
     head = fused if k is None else fused[: k + READ_SPARE]
-    read: dict[str, MemoryDoc] = {}
-    if head:
+    read: dict[str, MemoryDoc | None] = dict(known or {})
+    missing = [f.id for f in head if f.id not in read]
+    if missing:
         with store_errors():
-            read = {d.id: d for d in backend().get_many(scope, [f.id for f in head])}
+            read.update({d.id: d for d in backend().get_many(scope, missing)})
     pairs = []
     for f in head:
         doc = read.get(f.id)

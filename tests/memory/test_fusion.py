@@ -1,4 +1,5 @@
-"""Fusion and query handling: a leg's confidence, the words the lexical legs search for."""
+"""Fusion and query handling: a leg's confidence, the turn prior, the words the lexical legs
+search for."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from memory.engine.types import LegHit
 from memory.fusion import (
     CONFIDENCE_DEPTH,
     RRF_RANK_CONSTANT,
+    Fused,
     credit_successors,
     leg_confidence,
     rrf,
+    turn_prior,
 )
-from memory.query import lexical_terms
+from memory.query import content_word_count, is_question, lexical_terms
 
 
 def _hits(*scores: float) -> list[LegHit]:
@@ -111,3 +114,51 @@ def test_a_chain_is_followed_as_far_as_the_hits_show_it() -> None:
 )
 def test_the_lexical_legs_search_the_querys_content_words(query: str, terms: list[str]) -> None:
     assert lexical_terms(query) == terms
+
+
+def _fused(*ids: str) -> list[Fused]:
+    return [
+        Fused(id=i, score=1.0 - 0.05 * n, leg_ranks={"dense": n})
+        for n, i in enumerate(ids, start=1)
+    ]
+
+
+def test_the_turn_prior_sinks_small_talk_questions_beneath_the_turn_with_the_answer() -> None:
+    turns = {
+        "chat": "Oh no, what happened?",  # a question, and three content words: 0.8 x 0.8
+        "ask": "Did the Northlight people get back to you about the analyst role?",  # 0.8
+        "short": "Haha same",  # two content words: 0.8
+        "answer": "Villa in Chania is booked, 10 to 20 August",
+    }
+    fused = _fused("chat", "ask", "short", "fact", "answer")
+
+    order = turn_prior(fused, turns, factor=0.8)
+
+    assert [f.id for f in order] == ["fact", "answer", "ask", "short", "chat"]
+    scores = {f.id: f.score for f in order}
+    assert scores["chat"] == pytest.approx(0.95 * 0.64)
+    assert scores["ask"] == pytest.approx(0.9 * 0.8)
+    assert scores["fact"] == pytest.approx(0.8)  # not a turn: facts keep their score
+    assert fused[0].score == pytest.approx(0.95)  # the input is not changed
+
+
+def test_a_turn_prior_of_one_changes_nothing() -> None:
+    fused = _fused("a", "b")
+    assert turn_prior(fused, {"a": "What?"}, factor=1.0) == fused
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "words"),
+    [
+        ("Oh no, what happened?", True, 3),
+        ("How's your Wednesday going?", True, 3),
+        ('She said "really?"', True, 3),
+        ("Fernbank offered! Senior analyst", False, 4),
+        ("Is it? It is.", False, 0),  # the last sentence counts
+        ("  ", False, 0),
+    ],
+)
+def test_a_turn_is_read_as_a_question_and_by_its_content_words(
+    text: str, question: bool, words: int
+) -> None:
+    assert (is_question(text), content_word_count(text)) == (question, words)

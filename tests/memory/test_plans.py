@@ -33,6 +33,8 @@ def test_the_default_plan_takes_every_open_knob_from_the_settings():
         "history",
     )
     assert resolved.decay_offset_days is None  # the tenant's, resolved at the legs
+    assert resolved.turn_prior == 0.8
+    assert resolve_plan(RecallPlan(turn_prior=1.0), CONFIG).turn_prior == 1.0  # 1: off
 
 
 def test_a_plans_own_values_win_over_the_settings():
@@ -74,6 +76,7 @@ def test_a_resolved_plan_is_frozen():
         {"time_anchor": "sundial"},
         {"legs": ()},
         {"session_spread": 1.5},
+        {"turn_prior": 1.2},
     ],
 )
 def test_a_plan_out_of_bounds_is_refused(asked):
@@ -88,6 +91,7 @@ def test_a_plan_out_of_bounds_is_refused(asked):
         ("rank_constant", 1001, "ATLAS_RECALL_RANK_CONSTANT"),
         ("context_boost", -0.1, "ATLAS_TURN_CONTEXT_BOOST"),
         ("session_depth", 11, "ATLAS_RECALL_SESSION_DEPTH"),
+        ("turn_prior", -0.1, "ATLAS_RECALL_TURN_PRIOR"),
         ("max_k", 0, "ATLAS_RECALL_MAX_K"),
         ("rerank_budget_ms", -1, "ATLAS_RERANK_BUDGET_MS"),
     ],

@@ -86,6 +86,10 @@ ABLATIONS = (
     Ablation("session_cap_1", RecallPlan(session_cap=1)),
     Ablation("session_cap_2", RecallPlan(session_cap=2)),
     Ablation("session_cap_3", RecallPlan(session_cap=3)),
+    # The turn prior (a head turn that is a question or small talk scores
+    # ATLAS_RECALL_TURN_PRIOR times its score, both: twice) off (lab/docs/recall-notebook.md,
+    # "Issue 33: a turn prior").
+    Ablation("no_turn_prior", RecallPlan(turn_prior=1.0)),
 )
 
 

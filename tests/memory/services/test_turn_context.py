@@ -144,8 +144,10 @@ def test_the_next_turn_is_the_one_after_in_the_same_session() -> None:
 
 
 def _recall(people, query: str, **kw):
-    # The lexical leg alone and no session spread: what the context field itself finds.
+    # The lexical leg alone, no session spread and no turn prior (it would rank the answer
+    # above the asking turn): what the context field itself finds.
     kw.setdefault("session_spread", 0.0)
+    kw.setdefault("turn_prior", 1.0)
     return memory_recall(
         user=people.alice,
         query=query,
