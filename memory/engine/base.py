@@ -250,9 +250,9 @@ class MemoryBackend(ABC):
     def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> bool:
         """Make deleted documents of the store that held this user's documents (``user_id``
         None: the tenant's) stop counting in any statistic a later read is scored with; called
-        after an erasure. Returns whether none counts any more (False: try again later). The
-        default does nothing and returns True: a store whose deletes leave no trace (the
-        embedded FTS5 index takes a deleted row's terms out of its totals at once)."""
+        after an erasure, and leave none of them in the store's files where the store can see to
+        it (the embedded store: its full-text segments and WAL). Returns whether that is done
+        (False: try again later). The default does nothing and returns True."""
         return True
 
     @abstractmethod

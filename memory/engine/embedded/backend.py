@@ -224,6 +224,12 @@ class EmbeddedBackend(MemoryBackend):
             archived = archive.delete(conn, where, params)
         return sorted([row[1] for row in rows] + archived)
 
+    def expunge_deleted(self, *, tenant_id: str, user_id: str | None) -> bool:
+        """The whole file's deleted rows: their terms merged out of the full-text indexes and
+        the WAL truncated (``Store.expunge``); the rows' own bytes were overwritten when they
+        were deleted (``secure_delete``)."""
+        return self._store.expunge()
+
     # --- reads ---------------------------------------------------------------------------------
     def get_many(self, scope: ReadScope, memory_ids: list[str]) -> list[MemoryDoc]:
         # Lists travel as one JSON parameter: no SQL built from values, no bound-variable limit.

@@ -50,6 +50,9 @@ BUSY_TIMEOUT_S = 5.0
 BUILD_CHUNK = 20_000  # rows read at a time while an owner's dense index is built
 CACHE_BYTES = 256 * 2**20
 PURGES_KEPT = 1000  # deletes remembered per owner (``purges``)
+# The full-text indexes ``expunge`` merges, and the pages each of its transactions may write.
+FTS_TABLES = ("memories_fts", "memories_context_fts", "memories_archive_fts")
+MERGE_PAGES = 200
 SCHEMA_VERSION = 3
 CONTEXT_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS memories_context_fts USING fts5(
         owner, context, content='', tokenize='porter unicode61'
@@ -162,6 +165,10 @@ class Store:
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
             local.connection.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL
+            # A deleted row's bytes are overwritten, not left in a free page: a forgotten
+            # memory's text and vectors leave the file (the WAL: after ``expunge``). Some
+            # SQLite builds default to it (Debian's does), others do not.
+            local.connection.execute("PRAGMA secure_delete = ON")
             local.connection.create_function("saved_index_drop", 1, self.saved.drop)
             local.pid = os.getpid()
         return local.connection
@@ -180,6 +187,28 @@ class Store:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def expunge(self) -> bool:
+        """Leave no trace of deleted rows in the file (after an erasure): every full-text
+        index merged into one segment, in short write transactions that other writers
+        interleave with (a contentless FTS5 delete writes the row's terms again, as a delete
+        marker, until a merge drops both), then the WAL, which still holds page images from
+        before the deletes, checkpointed and truncated. False when a reader kept the WAL from
+        being truncated: try again later."""
+        with engine_errors():
+            conn = self.connection()
+            for table in FTS_TABLES:
+                while True:
+                    before = conn.total_changes
+                    with self.transaction(write=True):
+                        conn.execute(
+                            f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)",  # noqa: S608
+                            (-MERGE_PAGES,),
+                        )
+                    if conn.total_changes - before < 2:  # FTS5's sign of no work left
+                        break
+            (busy, _, _) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0
 
     def forget_snapshots(self) -> None:
         """Drop every cached snapshot (after the file was replaced under them by a restore)."""

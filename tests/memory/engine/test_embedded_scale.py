@@ -168,6 +168,43 @@ def test_a_snapshot_more_deletes_behind_than_are_kept_reads_the_rows(path, monke
     assert kept == [2, 3]
 
 
+def _file_bytes(path: Path) -> bytes:
+    """The store's file and its WAL, as a copy of the disk would show them."""
+    wal = Path(f"{path}-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def test_erased_text_and_terms_leave_the_files_after_the_expunge(path):
+    """A forget overwrites the row's bytes at once (``secure_delete``), but its terms stay in
+    the full-text segments (a contentless delete writes them again as a marker) and in the
+    WAL's older page images; the erasure's expunge merges and truncates them away."""
+    rng = np.random.default_rng(22)
+    backend = backend_at(path)
+    others = [doc("alice", f"ordinary fact {n} about gardening", unit(rng)) for n in range(200)]
+    secret = doc("alice", "my bank pin is zanzibarquux 4711", unit(rng))
+    backend.write([*others[:100], secret, *others[100:]])
+    backend.write([doc("bob", "bob likes zanzibar", unit(rng))])
+
+    erased = backend.delete_ids(
+        tenant_id="acme", user_id="alice", memory_type="semantic", ids=[secret.id]
+    )
+    assert erased == [secret.id]
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert b"bank pin is" not in path.read_bytes()  # the row itself: overwritten
+    assert b"zanzibarquux" in _file_bytes(path)  # its terms: still in a segment
+
+    assert backend.expunge_deleted(tenant_id="acme", user_id="alice")
+
+    assert b"zanzibarquux" not in _file_bytes(path)
+    assert b"bank pin" not in _file_bytes(path)
+    found = recall(backend, "gardening zanzibar", unit(rng), include_catalog=False)
+    assert found.lexical and {h.id for h in found.lexical} <= {d.id for d in others}
+    bobs = recall(backend, "zanzibar", unit(rng), scope=ReadScope(tenant_id="acme", user_id="bob"))
+    assert bobs.lexical and bobs.lexical[0].score > 0
+
+
 def test_one_users_index_never_returns_another_users_rows(path):
     rng = np.random.default_rng(3)
     backend = backend_at(path, ann_min_rows=50)
