@@ -208,7 +208,7 @@ class Store:
                     if conn.total_changes - before < 2:  # FTS5's sign of no work left
                         break
             (busy, _, _) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0
+        return bool(busy == 0)
 
     def forget_snapshots(self) -> None:
         """Drop every cached snapshot (after the file was replaced under them by a restore)."""
