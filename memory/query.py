@@ -229,17 +229,34 @@ def lexical_terms(text: str) -> list[str]:
     return [w for w in words if w.lower().strip(string.punctuation) not in STOP_WORDS] or words
 
 
+# Scripts written without spaces between words (CJK, kana, Thai, Lao, Myanmar, Khmer): each of
+# their characters counts as a word of content, so a sentence in them is never "a word or two".
+UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+)
+QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # "?", the full-width one, the Arabic one
+CLOSING = "\"')]\u201d\u2019\u00bb\u300d\u300f\uff09"  # quotes and brackets after one
+
+
 def content_word_count(text: str) -> int:
     """How many words of ``text`` carry content: words with a letter or digit, minus function
-    words (``STOP_WORDS``). "Oh no, what happened?" has three; "Got a sec?" two."""
-    words = (word.lower().strip(string.punctuation) for word in text.split())
-    return sum(1 for w in words if any(char.isalnum() for char in w) and w not in STOP_WORDS)
+    words (``STOP_WORDS``). "Oh no, what happened?" has three; "Got a sec?" two. In a script
+    written without spaces every character counts as one."""
+    count = 0
+    for word in text.split():
+        unspaced = len(UNSPACED.findall(word))
+        if unspaced:
+            count += unspaced
+            continue
+        w = word.lower().strip(string.punctuation)
+        count += any(char.isalnum() for char in w) and w not in STOP_WORDS
+    return count
 
 
 def is_question(text: str) -> bool:
-    """Whether ``text`` ends on a question: its last sentence ends with "?" (a closing quote
-    or bracket after it allowed)."""
-    return text.rstrip().rstrip("\"')]").endswith("?")
+    """Whether ``text`` ends on a question: its last sentence ends with a question mark ("?",
+    "\uff1f", "\u061f"; a closing quote or bracket after it allowed)."""
+    return text.rstrip().rstrip(CLOSING).endswith(QUESTION_MARKS)
 
 
 def feedback_terms(query: str, texts: list[str], *, limit: int) -> list[str]:

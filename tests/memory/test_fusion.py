@@ -156,6 +156,10 @@ def test_a_turn_prior_of_one_changes_nothing() -> None:
         ("Fernbank offered! Senior analyst", False, 4),
         ("Is it? It is.", False, 0),  # the last sentence counts
         ("  ", False, 0),
+        # no spaces between words: each character counts
+        ("\u6211\u4e0a\u4e2a\u6708\u642c\u5230\u4e86\u5317\u4eac\u3002", False, 9),
+        ("\u4f60\u53bb\u54ea\u91cc\u4e86\uff1f", True, 5),  # a full-width question mark
+        ("\u00bfAd\u00f3nde fuiste?\u00bb", True, 2),  # a closing guillemet after it
     ],
 )
 def test_a_turn_is_read_as_a_question_and_by_its_content_words(
