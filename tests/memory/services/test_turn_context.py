@@ -193,6 +193,39 @@ def test_a_live_turn_is_indexed_with_its_sessions_previous_turn(people, settings
     assert [h.doc.id for h in off.hits] == [asked.id]
 
 
+def test_the_turn_prior_ranks_the_answer_above_the_question_and_reads_the_head_once(
+    people, settings, monkeypatch
+) -> None:
+    """The same conversation through recall on every backend: the asking turn ("...?")
+    outranks its answer by the words they share, until the turn prior (the default) scores
+    the question down. The documents it reads are the read step's: one read, not two."""
+    settings.ATLAS_TURN_LEXICAL_CONTEXT = "previous"
+    settings.ATLAS_RECALL = dataclasses.replace(settings.ATLAS_RECALL, context_boost=0.5)
+    asked = memory_turn_record(
+        user=people.alice,
+        text="Where are you having your birthday party?",
+        session_id="chat-1",
+        timestamp=MAY,
+    ).episode
+    answer = memory_turn_record(
+        user=people.alice,
+        text="Karaoke. I've booked a room at Lucky Voice",
+        session_id="chat-1",
+        timestamp=MAY + timedelta(minutes=2),
+    ).episode
+    store = backend()
+    reads = []
+    get_many = store.get_many
+    monkeypatch.setattr(store, "get_many", lambda *a, **kw: reads.append(a) or get_many(*a, **kw))
+
+    on = _recall(people, "birthday party venue", turn_prior=None)
+    assert [h.doc.id for h in on.hits] == [answer.id, asked.id]
+    assert len(reads) == 1 and "prior_ms" in on.timings_ms
+    off = _recall(people, "birthday party venue")  # turn_prior 1: off
+    assert [h.doc.id for h in off.hits] == [asked.id, answer.id]
+    assert "prior_ms" not in off.timings_ms
+
+
 def test_the_previous_turn_selector_reads_the_users_own_session_before_a_time(people) -> None:
     first, second, elsewhere = memory_import(
         user=people.alice,
