@@ -214,9 +214,14 @@ def test_the_turn_prior_ranks_the_answer_above_the_question_and_reads_the_head_o
         timestamp=MAY + timedelta(minutes=2),
     ).episode
     store = backend()
-    reads = []
+    reads: list[object] = []
     get_many = store.get_many
-    monkeypatch.setattr(store, "get_many", lambda *a, **kw: reads.append(a) or get_many(*a, **kw))
+
+    def counted(*args, **kwargs):
+        reads.append(args)
+        return get_many(*args, **kwargs)
+
+    monkeypatch.setattr(store, "get_many", counted)
 
     on = _recall(people, "birthday party venue", turn_prior=None)
     assert [h.doc.id for h in on.hits] == [answer.id, asked.id]
