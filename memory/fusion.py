@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from memory.engine.types import LegHit, Neighbours
@@ -30,6 +31,11 @@ class Fused:
     leg_scores: dict[str, float] = field(default_factory=dict)
 
 
+def best_first(fused: Iterable[Fused]) -> list[Fused]:
+    """The fused order: score, then the best rank any leg gave, then the id (deterministic)."""
+    return sorted(fused, key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
+
+
 def rrf(
     legs: dict[str, list[LegHit]],
     *,
@@ -48,7 +54,7 @@ def rrf(
             entry.score += (weights or {}).get(leg, 1.0) / (rank_constant + hit.rank)
             entry.leg_ranks[leg] = hit.rank
             entry.leg_scores[leg] = hit.score
-    return sorted(fused.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
+    return best_first(fused.values())
 
 
 def spread_to_neighbours(
@@ -87,7 +93,7 @@ def spread_to_neighbours(
             leg_ranks={**before.leg_ranks, "session": best},
             leg_scores={**before.leg_scores, "session": round(bonus, 6)},
         )
-    return sorted(spread.values(), key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
+    return best_first(spread.values())
 
 
 def rank_score(leg_ranks: dict[str, int], *, rank_constant: int = RRF_RANK_CONSTANT) -> float:
@@ -186,7 +192,7 @@ def cap_per_session(
 def turn_prior(fused: list[Fused], turns: dict[str, str], *, factor: float) -> list[Fused]:
     """``fused`` with the score of each turn in ``turns`` (id -> text) multiplied by
     ``factor`` when it is a question, and again when it has fewer than ``SHORT_TURN_WORDS``
-    content words, best first again (``rrf``'s order). ``factor`` 1 changes nothing.
+    content words, best first again (``best_first``). ``factor`` 1 changes nothing.
 
     A recall looks for the turn that holds the answer. A conversation's small talk rarely
     does, and a short question shares the question's shape, so its vector sits close to it:
@@ -205,4 +211,4 @@ def turn_prior(fused: list[Fused], turns: dict[str, str], *, factor: float) -> l
             if scale != 1.0:
                 f = replace(f, score=f.score * scale)
         out.append(f)
-    return sorted(out, key=lambda f: (-f.score, min(f.leg_ranks.values()), f.id))
+    return best_first(out)

@@ -370,10 +370,10 @@ def _prior(
     scope: ReadScope, fused: list[Fused], k: int | None, plan: ResolvedPlan
 ) -> tuple[list[Fused], dict[str, MemoryDoc | None]]:
     """The fused list with the turn prior applied to the turns among the documents the read
-    step reads (``_with_docs``'s head for ``k``), and what that read found (``None``: gone
-    since the legs): read here, once, so the prior costs no extra read (a head of 30 was
-    measured too: the same ranks)."""
-    head = fused if k is None else fused[: k + READ_SPARE]
+    step reads (``_head``), and what that read found (``None``: gone since the legs): read
+    here, once, so the prior costs no extra read (a head of 30 was measured too: the same
+    ranks)."""
+    head = _head(fused, k)
     with store_errors():
         docs = {d.id: d for d in backend().get_many(scope, [f.id for f in head])}
     turns = {i: d.text for i, d in docs.items() if d.memory_type == "episodic"}
@@ -488,6 +488,11 @@ SPREAD_HEAD = 20
 READ_SPARE = 5
 
 
+def _head(fused: list[Fused], k: int | None) -> list[Fused]:
+    """What recall reads of the fused list: the first ``k`` + spares, or all (``k`` None)."""
+    return fused if k is None else fused[: k + READ_SPARE]
+
+
 def _with_docs(
     scope: ReadScope,
     fused: list[Fused],
@@ -498,7 +503,7 @@ def _with_docs(
     """The fused candidates (the first ``k`` + spares, or all) with their documents, read in
     one request under the same read scope (those in ``known``, read by this recall already,
     are not read again; ``None`` there: not found)."""
-    head = fused if k is None else fused[: k + READ_SPARE]
+    head = _head(fused, k)
     read: dict[str, MemoryDoc | None] = dict(known or {})
     missing = [f.id for f in head if f.id not in read]
     if missing:
